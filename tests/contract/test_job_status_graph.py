@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 
-def test_worker_states_equal_the_frozen_graph(job_status: ModuleType, graph: dict[str, Any]) -> None:
+def test_worker_states_equal_the_frozen_graph(
+    job_status: ModuleType, graph: dict[str, Any]
+) -> None:
     assert sorted(job_status.STATES) == sorted(graph["states"])
 
 
