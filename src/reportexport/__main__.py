@@ -1,0 +1,5 @@
+import sys
+
+from reportexport.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from reportexport.gate import main
+
+sys.exit(main())

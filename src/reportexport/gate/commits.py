@@ -1,0 +1,100 @@
+"""--commits A..B: a commit that changes the fixture carries only what the fixture generates."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from reportexport import generated
+from reportexport.gate.findings import Finding
+from reportexport.graph import InvalidGraphError, parse_graph
+
+FIXTURE_COMMIT_MIXED = "fixture-commit-mixed"
+GENERATED_DRIFT = "generated-drift"
+
+
+class GitError(RuntimeError):
+    pass
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def commits_in(root: Path, spec: str) -> list[str]:
+    """Commits of `A..B`, oldest first; an empty A means every ancestor of B."""
+    if ".." not in spec:
+        raise GitError(f"--commits takes A..B, not {spec!r}")
+    start, _, end = spec.partition("..")
+    revision = end or "HEAD"
+    args = ["rev-list", "--reverse", revision] if not start else ["rev-list", "--reverse", spec]
+    return _git(root, *args).split()
+
+
+def _show(root: Path, commit: str, path: str) -> str | None:
+    done = subprocess.run(
+        ["git", "show", f"{commit}:{path}"], cwd=root, capture_output=True, check=False
+    )
+    return done.stdout.decode("utf-8") if done.returncode == 0 else None
+
+
+def check_commits(root: Path, spec: str, fixture: str) -> Iterator[Finding]:
+    allowed = generated.artifact_paths()
+    for commit in commits_in(root, spec):
+        changed = _git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", commit)
+        files = set(changed.split())
+        if fixture not in files:
+            continue
+        short = commit[:12]
+        for path in sorted(files - {fixture} - allowed):
+            yield Finding(
+                path=path,
+                line=1,
+                code=FIXTURE_COMMIT_MIXED,
+                message=f"commit {short} changes the fixture and also this file; "
+                "a lifecycle change carries only files regenerated from the fixture",
+            )
+        yield from _regions_only(root, commit, short, files & allowed)
+        yield from _matches_fixture(root, commit, short, fixture)
+
+
+def _regions_only(root: Path, commit: str, short: str, paths: set[str]) -> Iterator[Finding]:
+    """In files with generated regions, nothing outside the regions may change."""
+    region_files = {a.path for a in generated.ARTIFACTS if isinstance(a, generated.Region)}
+    for path in sorted(paths & region_files):
+        before, after = _show(root, f"{commit}^", path), _show(root, commit, path)
+        if before is None or after is None:
+            continue
+        if generated.blank_regions(before) != generated.blank_regions(after):
+            yield Finding(
+                path=path,
+                line=1,
+                code=FIXTURE_COMMIT_MIXED,
+                message=f"commit {short} changes the fixture and text outside this file's "
+                "generated regions",
+            )
+
+
+def _matches_fixture(root: Path, commit: str, short: str, fixture: str) -> Iterator[Finding]:
+    text = _show(root, commit, fixture)
+    if text is None:
+        return
+    try:
+        graph = parse_graph(text, source=f"{short}:{fixture}")
+    except InvalidGraphError as exc:
+        for defect in exc.defects:
+            yield Finding(
+                path=fixture, line=1, code="fixture-invalid", message=f"{short}: {defect}"
+            )
+        return
+    for drift in generated.drift(graph, lambda path: _show(root, commit, path)):
+        yield Finding(
+            path=drift.path,
+            line=drift.line,
+            code=GENERATED_DRIFT,
+            message=f"at commit {short}: {drift.message}",
+        )
