@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reportexport.graph import Graph
+from reportexport.graph_sql import (
+    POSTGRES_PATH,
+    SQLITE_PATH,
+    postgres_graph_sql,
+    sqlite_graph_sql,
+)
 from reportexport.render import render_mermaid, render_table
 
 Render = Callable[[Graph], str]
@@ -56,6 +62,8 @@ def _fenced_mermaid(graph: Graph) -> str:
 ARTIFACTS: list[Artifact] = [
     Region(path="README.md", name="graph-table", render=render_table),
     Region(path="README.md", name="graph-mermaid", render=_fenced_mermaid),
+    GeneratedFile(path=SQLITE_PATH, render=sqlite_graph_sql),
+    GeneratedFile(path=POSTGRES_PATH, render=postgres_graph_sql),
 ]
 
 

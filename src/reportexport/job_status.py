@@ -29,6 +29,19 @@ class TransitionError(ValueError):
         self.code = code
         super().__init__(code)
 
+    @staticmethod
+    def from_code(code: str) -> TransitionError:
+        """The typed error for a graph code such as a database trigger raises."""
+        kind, _, detail = code.partition(":")
+        if kind == "terminal":
+            return TerminalStateError(detail)
+        if kind == "illegal":
+            from_status, _, to_status = detail.partition("->")
+            return IllegalTransitionError(from_status, to_status)
+        if kind == "actor":
+            return ActorError(detail)
+        raise ValueError(f"not a transition error code: {code!r}")
+
 
 class TerminalStateError(TransitionError):
     def __init__(self, status: str) -> None:

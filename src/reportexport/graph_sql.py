@@ -1,0 +1,181 @@
+"""SQL generated from the job status graph: what each database holds of the fixture.
+
+Pure functions of the graph (standard library only), so the gate can regenerate and compare
+the committed files `sql/<dialect>/graph.sql` without importing a database driver.
+Applying a file is idempotent: `reportexport db upgrade` runs it whenever the database's
+recorded fingerprint differs from the fixture's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reportexport.graph import Graph
+
+HEADER = (
+    "-- Generated from contracts/job-status-graph.json by `reportexport generate`: do not edit.\n"
+    "-- fingerprint: {fingerprint}\n"
+)
+SQLITE_PATH = "src/reportexport/store/sql/sqlite/graph.sql"
+POSTGRES_PATH = "src/reportexport/store/sql/postgres/graph.sql"
+SQLITE_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+
+def q(value: str) -> str:
+    """A SQL string literal. Fixture names are validated plain lower-case words already."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def in_list(values: Iterable[str]) -> str:
+    return "(" + ", ".join(q(v) for v in values) + ")"
+
+
+def graph_rows(graph: Graph, *, true: str, false: str) -> list[str]:
+    """Statements that refill the three graph tables from the fixture."""
+    states = ",\n  ".join(
+        f"({q(s)}, {true if s == graph.initial else false}, "
+        f"{true if graph.is_terminal(s) else false}, {i})"
+        for i, s in enumerate(graph.states)
+    )
+    edges = ",\n  ".join(
+        f"({q(e.from_status)}, {q(e.to_status)}, {q(e.actor)})" for e in graph.transitions
+    )
+    effects = ",\n  ".join(
+        f"({q(state)}, {q(effect)}, {i})"
+        for state, names in graph.side_effects.items()
+        for i, effect in enumerate(names)
+    )
+    statements = [
+        "DELETE FROM job_state_effects;",
+        "DELETE FROM job_transitions;",
+        "DELETE FROM job_states;",
+        f"INSERT INTO job_states (status, is_initial, is_terminal, position) VALUES\n  {states};",
+        f"INSERT INTO job_transitions (from_status, to_status, actor) VALUES\n  {edges};",
+    ]
+    if effects:
+        statements.append(
+            f"INSERT INTO job_state_effects (status, effect, position) VALUES\n  {effects};"
+        )
+    return statements
+
+
+def postgres_graph_sql(graph: Graph) -> str:
+    """Graph tables, status and actor constraints; the guard function reads the tables."""
+    terminal = in_list(graph.terminal)
+    parts = [
+        HEADER.format(fingerprint=graph.fingerprint),
+        *graph_rows(graph, true="true", false="false"),
+        "",
+        "ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_status_is_a_state;",
+        f"ALTER TABLE jobs ADD CONSTRAINT jobs_status_is_a_state\n"
+        f"  CHECK (status IN {in_list(graph.states)});",
+        "ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_finished_exactly_when_terminal;",
+        f"ALTER TABLE jobs ADD CONSTRAINT jobs_finished_exactly_when_terminal\n"
+        f"  CHECK ((status IN {terminal}) = (finished_at IS NOT NULL));",
+        f"ALTER TABLE jobs ALTER COLUMN status SET DEFAULT {q(graph.initial)};",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def sqlite_graph_sql(graph: Graph) -> str:
+    """Graph tables and the guard triggers.
+
+    SQLite's RAISE takes a literal message only, so every error the graph can produce is
+    spelled out here, one CASE branch per (state) or (from, to) or (edge, actor).
+    """
+    parts = [
+        HEADER.format(fingerprint=graph.fingerprint),
+        *graph_rows(graph, true="1", false="0"),
+        "",
+        "DROP TRIGGER IF EXISTS jobs_insert_guard;",
+        _sqlite_insert_guard(graph),
+        "DROP TRIGGER IF EXISTS jobs_status_guard;",
+        _sqlite_status_guard(graph),
+        "DROP TRIGGER IF EXISTS jobs_status_recorded;",
+        _sqlite_status_recorded(graph),
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _raise(message: str) -> str:
+    return f"RAISE(ABORT, {q(message)})"
+
+
+def _sqlite_insert_guard(graph: Graph) -> str:
+    branches = [
+        f"    WHEN {q(s)} THEN {_raise(f'illegal:->{s}')}"
+        for s in graph.states
+        if s != graph.initial
+    ]
+    return (
+        "CREATE TRIGGER jobs_insert_guard BEFORE INSERT ON jobs\n"
+        f"WHEN NEW.status IS NOT {q(graph.initial)}\n"
+        "BEGIN\n"
+        "  SELECT CASE NEW.status\n"
+        + "".join(b + "\n" for b in branches)
+        + f"    ELSE {_raise('illegal:->(not a state)')}\n"
+        "  END;\n"
+        "END;"
+    )
+
+
+def _sqlite_status_guard(graph: Graph) -> str:
+    branches = [
+        f"    WHEN OLD.status = {q(s)} THEN {_raise(f'terminal:{s}')}" for s in graph.terminal
+    ]
+    for source in graph.states:
+        if graph.is_terminal(source):
+            continue
+        targets = [e.to_status for e in graph.transitions if e.from_status == source]
+        branches.append(
+            f"    WHEN OLD.status = {q(source)} AND NEW.status NOT IN {in_list(graph.states)}"
+            f" THEN {_raise(f'illegal:{source}->(not a state)')}"
+        )
+        branches += [
+            f"    WHEN OLD.status = {q(source)} AND NEW.status = {q(target)}"
+            f" THEN {_raise(f'illegal:{source}->{target}')}"
+            for target in graph.states
+            if target != source and target not in targets
+        ]
+    for edge in graph.transitions:
+        move = f"OLD.status = {q(edge.from_status)} AND NEW.status = {q(edge.to_status)}"
+        branches.append(f"    WHEN {move} AND NEW.change_actor IS NULL THEN {_raise('actor:')}")
+        branches += [
+            f"    WHEN {move} AND NEW.change_actor = {q(actor)} THEN {_raise(f'actor:{actor}')}"
+            for actor in graph.actors
+            if actor != edge.actor
+        ]
+        branches.append(
+            f"    WHEN {move} AND NEW.change_actor IS NOT {q(edge.actor)}"
+            f" THEN {_raise('actor:(not an actor)')}"
+        )
+    return (
+        "CREATE TRIGGER jobs_status_guard BEFORE UPDATE OF status ON jobs\n"
+        "WHEN NEW.status IS NOT OLD.status\n"
+        "BEGIN\n"
+        "  SELECT CASE\n" + "".join(b + "\n" for b in branches) + "  END;\n"
+        "END;"
+    )
+
+
+def _sqlite_status_recorded(graph: Graph) -> str:
+    return (
+        "CREATE TRIGGER jobs_status_recorded AFTER UPDATE OF status ON jobs\n"
+        "WHEN NEW.status IS NOT OLD.status\n"
+        "BEGIN\n"
+        "  INSERT INTO job_history\n"
+        "         (job_id, from_status, to_status, actor, person, reason, worker)\n"
+        "  VALUES (NEW.id, OLD.status, NEW.status, NEW.change_actor, NEW.change_person,\n"
+        "          NEW.change_reason, NEW.change_worker);\n"
+        "  INSERT INTO job_side_effects (job_id, status, effect)\n"
+        "  SELECT NEW.id, status, effect FROM job_state_effects\n"
+        "   WHERE status = NEW.status ORDER BY position;\n"
+        "  UPDATE jobs\n"
+        "     SET change_actor = NULL, change_person = NULL, change_reason = NULL,\n"
+        "         change_worker = NULL,\n"
+        f"         updated_at = {SQLITE_NOW},\n"
+        f"         finished_at = CASE WHEN NEW.status IN {in_list(graph.terminal)}\n"
+        f"                            THEN {SQLITE_NOW} ELSE NULL END\n"
+        "   WHERE id = NEW.id;\n"
+        "END;"
+    )

@@ -1,0 +1,131 @@
+"""The job store: where every status lives, enforced by the database itself.
+
+Two roles, each a small Protocol: `JobStore` for what people do to jobs and `JobQueue` for
+what workers do. `open_store(url)` picks the backend from the URL (`sqlite:///path`,
+`postgresql://...`); drivers are imported only by the backend that needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from reportexport.graph import Graph
+from reportexport.store.errors import (
+    JobNotFoundError,
+    SchemaMismatchError,
+    StaleStatusError,
+    StoreError,
+    UnsupportedDatabaseError,
+)
+from reportexport.store.records import (
+    Claim,
+    Job,
+    JobDetail,
+    JobFilter,
+    JobId,
+    JobPage,
+    Lease,
+    NewJob,
+    Outcome,
+    PublishedObject,
+)
+from reportexport.store.schema import SchemaStatus
+
+__all__ = [
+    "Claim",
+    "Database",
+    "Job",
+    "JobDetail",
+    "JobFilter",
+    "JobId",
+    "JobNotFoundError",
+    "JobPage",
+    "JobQueue",
+    "JobStore",
+    "Lease",
+    "NewJob",
+    "Outcome",
+    "PublishedObject",
+    "SchemaMismatchError",
+    "StaleStatusError",
+    "StoreError",
+    "UnsupportedDatabaseError",
+    "open_database",
+]
+
+
+class JobStore(Protocol):
+    """What people do to jobs."""
+
+    def create_job(self, new: NewJob) -> tuple[Job, bool]:
+        """The new queued job, and False instead of True when its idempotency key was used."""
+        ...
+
+    def get_job(self, job_id: JobId) -> JobDetail: ...
+
+    def list_jobs(self, where: JobFilter) -> JobPage: ...
+
+    def cancel_job(
+        self, job_id: JobId, *, person: str, owner: str | None = None, reason: str | None = None
+    ) -> Job:
+        """Cancel a queued or running job as actor `user`; `owner` limits it to their jobs."""
+        ...
+
+
+class JobQueue(Protocol):
+    """What workers do to jobs; every write is fenced by the lease token."""
+
+    def claim_jobs(self, worker: str, *, limit: int, lease_seconds: float) -> list[Claim]: ...
+
+    def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease: ...
+
+    def record_progress(self, lease: Lease, *, rows: int | None, bytes_written: int) -> None: ...
+
+    def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        """End running jobs; one bool per outcome, False where the lease was stale."""
+        ...
+
+    def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
+        """Fail running jobs whose lease expired more than `grace_seconds` ago."""
+        ...
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until jobs may have been created or changed, or `timeout` passes."""
+        ...
+
+
+class Database(JobStore, JobQueue, Protocol):
+    """A backend plays both roles and can build and check its own schema."""
+
+    url: str
+
+    def upgrade(self) -> SchemaStatus: ...
+
+    def schema_status(self) -> SchemaStatus: ...
+
+    def close(self) -> None: ...
+
+
+def open_database(url: str, graph: Graph, *, check: bool = True) -> Database:
+    """Open the database at `url`; with `check`, refuse one not built from `graph`."""
+    database: Database
+    if url.startswith("sqlite:"):
+        from reportexport.store.sqlite import SqliteDatabase
+
+        database = SqliteDatabase(url, graph)
+    elif url.startswith(("postgresql:", "postgres:")):
+        from reportexport.store.postgres import PostgresDatabase
+
+        database = PostgresDatabase(url, graph)
+    else:
+        raise UnsupportedDatabaseError(
+            f"unsupported database URL {url!r}: use sqlite:///path or postgresql://..."
+        )
+    if check:
+        try:
+            database.schema_status().require_current(url)
+        except BaseException:
+            database.close()
+            raise
+    return database

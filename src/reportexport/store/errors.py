@@ -1,0 +1,45 @@
+"""Errors named for what happened, translated from driver errors at the store boundary."""
+
+from __future__ import annotations
+
+import re
+
+from reportexport.job_status import TransitionError
+
+_GRAPH_CODE = re.compile(r"\b((?:terminal|illegal|actor):\S*)")
+
+
+class StoreError(Exception):
+    """Base of the job store's own errors."""
+
+
+class JobNotFoundError(StoreError, LookupError):
+    def __init__(self, job_id: int) -> None:
+        super().__init__(f"no job {job_id}")
+        self.job_id = job_id
+
+
+class StaleStatusError(StoreError):
+    """A guarded write found the job no longer where the writer expected it.
+
+    The job moved on (canceled, reaped, finished) or the writer's lease token is stale.
+    """
+
+    def __init__(self, job_id: int, expected: str) -> None:
+        super().__init__(f"job {job_id} is no longer {expected}")
+        self.job_id = job_id
+        self.expected = expected
+
+
+class SchemaMismatchError(StoreError):
+    """The database was not built from this fixture or this version of the schema."""
+
+
+class UnsupportedDatabaseError(StoreError, ValueError):
+    pass
+
+
+def transition_error_in(message: str) -> TransitionError | None:
+    """The graph's error hidden in a database error message, if there is one."""
+    match = _GRAPH_CODE.search(message)
+    return TransitionError.from_code(match.group(1)) if match else None

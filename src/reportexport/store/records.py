@@ -1,0 +1,179 @@
+"""What the job store reads and writes: frozen records, no I/O."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, NewType
+
+JobId = NewType("JobId", int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewJob:
+    """A job as a user asks for it; the store fills in the rest."""
+
+    owner: str
+    saved_query: str
+    query_sql: str
+    query_hash: str
+    source: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    rerun_of: JobId | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    id: JobId
+    owner: str
+    saved_query: str
+    source: str
+    query_sql: str
+    query_hash: str
+    parameters: Mapping[str, Any]
+    options: Mapping[str, Any]
+    status: str
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    lease_owner: str | None
+    lease_token: int
+    lease_expires_at: datetime | None
+    rows_written: int
+    bytes_written: int
+    progressed_at: datetime | None
+    temp_key: str | None
+    object_key: str | None
+    object_sha256: str | None
+    object_bytes: int | None
+    object_rows: int | None
+    columns: Sequence[str] | None
+    file_name: str | None
+    object_expires_at: datetime | None
+    error_code: str | None
+    error_message: str | None
+    rerun_of: JobId | None
+    idempotency_key: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryEntry:
+    id: int
+    job_id: JobId
+    from_status: str
+    to_status: str
+    actor: str
+    person: str | None
+    reason: str | None
+    worker: str | None
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class SideEffect:
+    id: int
+    job_id: JobId
+    status: str
+    effect: str
+    created_at: datetime
+    attempts: int
+    next_attempt_at: datetime
+    last_attempt_at: datetime | None
+    last_error: str | None
+    completed_at: datetime | None
+    given_up_at: datetime | None
+    claimed_by: str | None
+    claim_expires_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobDetail:
+    """One job with everything that explains it."""
+
+    job: Job
+    history: tuple[HistoryEntry, ...]
+    side_effects: tuple[SideEffect, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobPage:
+    jobs: tuple[Job, ...]
+    next_cursor: JobId | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobFilter:
+    """Which jobs a listing shows: an owner's (or everyone's, for an operator), newest first."""
+
+    owner: str | None = None
+    status: str | None = None
+    saved_query: str | None = None
+    before: JobId | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lease:
+    """A worker's hold on a running job; the token fences every write the worker makes."""
+
+    job_id: JobId
+    token: int
+    worker: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Claim:
+    lease: Lease
+    job: Job
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedObject:
+    key: str
+    sha256: str
+    bytes: int
+    rows: int | None
+    columns: Sequence[str]
+    file_name: str
+    expires_in_seconds: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """How a worker ends a running job: a terminal status, and what goes with it."""
+
+    lease: Lease
+    to_status: str
+    reason: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    published: PublishedObject | None = None
+
+
+TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type))
+    for cls in (Job, HistoryEntry, SideEffect)
+}
+JSON_FIELDS = frozenset({"parameters", "options", "columns"})
+
+
+def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> Any:
+    """Build a record from a row; SQLite rows carry timestamps and JSON as text."""
+    names = {f.name for f in fields(cls)}
+    values = {name: row[name] for name in names}
+    if text_encoded:
+        for name in TIMESTAMP_FIELDS[cls] & names:
+            if values[name] is not None:
+                values[name] = datetime.fromisoformat(values[name])
+        for name in JSON_FIELDS & names:
+            if values[name] is not None:
+                values[name] = json.loads(values[name])
+    if "columns" in values and values["columns"] is not None:
+        values["columns"] = tuple(values["columns"])
+    return cls(**values)

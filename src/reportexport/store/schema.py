@@ -1,0 +1,62 @@
+"""Where a database's schema stands against the migrations and the fixture (no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportexport.store.errors import SchemaMismatchError
+
+SCHEMA_VERSION_KEY = "schema_version"
+FINGERPRINT_KEY = "graph_fingerprint"
+GRAPH_KEY = "graph_document"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchemaStatus:
+    version: int
+    latest_version: int
+    fingerprint: str | None
+    fixture_fingerprint: str
+
+    @property
+    def current(self) -> bool:
+        return self.version == self.latest_version and self.fingerprint == self.fixture_fingerprint
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.version == 0:
+            found.append("the database has no reportexport schema yet")
+        elif self.version < self.latest_version:
+            found.append(f"schema version {self.version} is older than {self.latest_version}")
+        elif self.version > self.latest_version:
+            found.append(
+                f"schema version {self.version} is newer than this program's "
+                f"{self.latest_version}: upgrade reportexport"
+            )
+        if self.version and self.fingerprint != self.fixture_fingerprint:
+            found.append(
+                f"the database holds the job status graph {_short(self.fingerprint)}, "
+                f"the fixture is {_short(self.fixture_fingerprint)}"
+            )
+        return found
+
+    def require_current(self, url: str) -> None:
+        problems = self.problems()
+        if problems:
+            raise SchemaMismatchError(
+                "; ".join(problems)
+                + f". Run `reportexport db upgrade --database {redact(url)}` first."
+            )
+
+
+def _short(fingerprint: str | None) -> str:
+    return fingerprint[:12] if fingerprint else "(none)"
+
+
+def redact(url: str) -> str:
+    """The URL without a password, for messages."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"

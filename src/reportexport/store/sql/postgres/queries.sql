@@ -1,0 +1,112 @@
+-- Named queries of the PostgreSQL job store. Same names as sql/sqlite/queries.sql and as the
+-- store methods that run them. Status words are fixture states (the gate checks them); the
+-- database's own trigger checks every change again.
+
+-- set_meta --
+-- Record a fact about the schema (version, graph fingerprint), positional (key, value).
+INSERT INTO reportexport_meta (key, value) VALUES (%s, %s)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+
+-- create_job --
+-- Insert a queued job; with an idempotency key already used by this owner, insert nothing.
+INSERT INTO jobs (owner, saved_query, source, query_sql, query_hash, parameters, options,
+                  rerun_of, idempotency_key, status)
+VALUES (%(owner)s, %(saved_query)s, %(source)s, %(query_sql)s, %(query_hash)s,
+        %(parameters)s, %(options)s, %(rerun_of)s, %(idempotency_key)s, %(status)s)
+ON CONFLICT (owner, idempotency_key) DO NOTHING
+RETURNING id;
+
+-- job_by_idempotency_key --
+-- The job an earlier request with this key created.
+SELECT id FROM jobs WHERE owner = %(owner)s AND idempotency_key = %(idempotency_key)s;
+
+-- get_job --
+-- One job by id.
+SELECT * FROM jobs WHERE id = %(id)s;
+
+-- job_history --
+-- A job's transitions, oldest first.
+SELECT * FROM job_history WHERE job_id = %(id)s ORDER BY id;
+
+-- job_side_effects --
+-- A job's side-effect rows, in the fixture's order.
+SELECT * FROM job_side_effects WHERE job_id = %(id)s ORDER BY id;
+
+-- list_jobs --
+-- Newest first, keyset-paginated on id; NULL filters match everything.
+SELECT * FROM jobs
+ WHERE (%(owner)s::text IS NULL OR owner = %(owner)s)
+   AND (%(status)s::text IS NULL OR status = %(status)s)
+   AND (%(saved_query)s::text IS NULL OR saved_query = %(saved_query)s)
+   AND (%(before)s::bigint IS NULL OR id < %(before)s)
+ ORDER BY id DESC
+ LIMIT %(limit)s;
+
+-- claim_jobs --
+-- Move up to %(limit)s queued jobs, oldest first, to running under a new lease token.
+-- The CTE locks first: an IN (subquery) can be re-run by the planner and claim more.
+WITH picked AS (
+    SELECT id FROM jobs WHERE status = 'queued' ORDER BY id
+     LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j
+   SET status = 'running', change_actor = 'worker', change_worker = %(worker)s,
+       lease_owner = %(worker)s, lease_token = j.lease_token + 1,
+       lease_expires_at = clock_timestamp() + make_interval(secs => %(lease)s),
+       started_at = clock_timestamp()
+  FROM picked
+ WHERE j.id = picked.id
+RETURNING j.*;
+
+-- extend_lease --
+-- Push a running job's lease expiry out, if the caller still holds the lease.
+UPDATE jobs SET lease_expires_at = clock_timestamp() + make_interval(secs => %(lease)s)
+ WHERE id = %(id)s AND lease_token = %(token)s AND status = 'running'
+RETURNING lease_expires_at;
+
+-- record_progress --
+-- Rows and bytes written so far, if the caller still holds the lease of a running job.
+UPDATE jobs
+   SET rows_written = coalesce(%(rows)s, rows_written), bytes_written = %(bytes)s,
+       progressed_at = clock_timestamp()
+ WHERE id = %(id)s AND lease_token = %(token)s AND status = 'running'
+RETURNING id;
+
+-- finish_jobs --
+-- Move many running jobs to terminal statuses in one statement, each fenced by its token.
+UPDATE jobs j
+   SET status = o.to_status, change_actor = 'worker', change_worker = o.worker,
+       change_reason = o.reason, error_code = o.error_code, error_message = o.error_message,
+       object_key = o.object_key, object_sha256 = o.object_sha256,
+       object_bytes = o.object_bytes, object_rows = o.object_rows,
+       columns = o.columns::jsonb, file_name = o.file_name,
+       object_expires_at = clock_timestamp() + make_interval(secs => o.expires),
+       lease_expires_at = NULL
+  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(to_statuses)s::text[],
+              %(workers)s::text[], %(reasons)s::text[], %(error_codes)s::text[],
+              %(error_messages)s::text[], %(object_keys)s::text[], %(object_sha256s)s::text[],
+              %(object_bytes)s::bigint[], %(object_rows)s::bigint[], %(columns)s::text[],
+              %(file_names)s::text[], %(expires)s::float8[])
+       AS o(id, token, to_status, worker, reason, error_code, error_message, object_key,
+            object_sha256, object_bytes, object_rows, columns, file_name, expires)
+ WHERE j.id = o.id AND j.lease_token = o.token AND j.status = 'running'
+RETURNING j.id;
+
+-- cancel_job --
+-- A person cancels a job that is still in %(expected)s (compare-and-set).
+UPDATE jobs
+   SET status = 'canceled', change_actor = 'user', change_person = %(person)s,
+       change_reason = %(reason)s, lease_expires_at = NULL
+ WHERE id = %(id)s AND status = %(expected)s
+RETURNING id;
+
+-- reap_expired --
+-- Fail every running job whose lease expired more than the grace period ago.
+UPDATE jobs
+   SET status = 'failed', change_actor = 'worker', change_worker = %(worker)s,
+       change_reason = 'lease_expired', error_code = 'lease_expired',
+       error_message = 'the worker running this export stopped renewing its lease',
+       lease_expires_at = NULL
+ WHERE status = 'running'
+   AND lease_expires_at < clock_timestamp() - make_interval(secs => %(grace)s)
+RETURNING id;

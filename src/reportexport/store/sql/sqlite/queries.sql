@@ -1,0 +1,99 @@
+-- Named queries of the SQLite job store. Same names as sql/postgres/queries.sql and as the
+-- store methods that run them. Status words are fixture states (the gate checks them); the
+-- database's own triggers check every change again.
+
+-- set_meta --
+-- Record a fact about the schema (version, graph fingerprint), positional (key, value).
+INSERT INTO reportexport_meta (key, value) VALUES (?, ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+
+-- create_job --
+-- Insert a queued job; with an idempotency key already used by this owner, insert nothing.
+INSERT INTO jobs (owner, saved_query, source, query_sql, query_hash, parameters, options,
+                  rerun_of, idempotency_key, status)
+VALUES (:owner, :saved_query, :source, :query_sql, :query_hash, :parameters, :options,
+        :rerun_of, :idempotency_key, :status)
+ON CONFLICT (owner, idempotency_key) DO NOTHING
+RETURNING id;
+
+-- job_by_idempotency_key --
+-- The job an earlier request with this key created.
+SELECT id FROM jobs WHERE owner = :owner AND idempotency_key = :idempotency_key;
+
+-- get_job --
+-- One job by id.
+SELECT * FROM jobs WHERE id = :id;
+
+-- job_history --
+-- A job's transitions, oldest first.
+SELECT * FROM job_history WHERE job_id = :id ORDER BY id;
+
+-- job_side_effects --
+-- A job's side-effect rows, in the fixture's order.
+SELECT * FROM job_side_effects WHERE job_id = :id ORDER BY id;
+
+-- list_jobs --
+-- Newest first, keyset-paginated on id; NULL filters match everything.
+SELECT * FROM jobs
+ WHERE (:owner IS NULL OR owner = :owner)
+   AND (:status IS NULL OR status = :status)
+   AND (:saved_query IS NULL OR saved_query = :saved_query)
+   AND (:before IS NULL OR id < :before)
+ ORDER BY id DESC
+ LIMIT :limit;
+
+-- claim_jobs --
+-- Move up to :limit queued jobs, oldest first, to running under a new lease token.
+UPDATE jobs
+   SET status = 'running', change_actor = 'worker', change_worker = :worker,
+       lease_owner = :worker, lease_token = lease_token + 1,
+       lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lease),
+       started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+ WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT :limit)
+RETURNING id;
+
+-- extend_lease --
+-- Push a running job's lease expiry out, if the caller still holds the lease.
+UPDATE jobs SET lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lease)
+ WHERE id = :id AND lease_token = :token AND status = 'running'
+RETURNING lease_expires_at;
+
+-- record_progress --
+-- Rows and bytes written so far, if the caller still holds the lease of a running job.
+UPDATE jobs
+   SET rows_written = coalesce(:rows, rows_written), bytes_written = :bytes,
+       progressed_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+ WHERE id = :id AND lease_token = :token AND status = 'running'
+RETURNING id;
+
+-- finish_jobs --
+-- Move one running job to a terminal status, fenced by its lease token (run per outcome).
+UPDATE jobs
+   SET status = :to_status, change_actor = 'worker', change_worker = :worker,
+       change_reason = :reason, error_code = :error_code, error_message = :error_message,
+       object_key = :object_key, object_sha256 = :object_sha256, object_bytes = :object_bytes,
+       object_rows = :object_rows, columns = :columns, file_name = :file_name,
+       object_expires_at = CASE WHEN :expires IS NULL THEN NULL
+                                ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :expires) END,
+       lease_expires_at = NULL
+ WHERE id = :id AND lease_token = :token AND status = 'running'
+RETURNING id;
+
+-- cancel_job --
+-- A person cancels a job that is still in :expected (compare-and-set).
+UPDATE jobs
+   SET status = 'canceled', change_actor = 'user', change_person = :person,
+       change_reason = :reason, lease_expires_at = NULL
+ WHERE id = :id AND status = :expected
+RETURNING id;
+
+-- reap_expired --
+-- Fail every running job whose lease expired more than the grace period ago.
+UPDATE jobs
+   SET status = 'failed', change_actor = 'worker', change_worker = :worker,
+       change_reason = 'lease_expired', error_code = 'lease_expired',
+       error_message = 'the worker running this export stopped renewing its lease',
+       lease_expires_at = NULL
+ WHERE status = 'running'
+   AND lease_expires_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :grace)
+RETURNING id;
