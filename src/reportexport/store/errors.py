@@ -39,6 +39,10 @@ class UnsupportedDatabaseError(StoreError, ValueError):
     pass
 
 
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached."""
+
+
 def transition_error_in(message: str) -> TransitionError | None:
     """The graph's error hidden in a database error message, if there is one."""
     match = _GRAPH_CODE.search(message)

@@ -25,6 +25,7 @@ from reportexport.store.errors import (
     JobNotFoundError,
     StaleStatusError,
     StoreError,
+    StoreUnavailableError,
     transition_error_in,
 )
 from reportexport.store.queries import load_queries, migration_files
@@ -47,6 +48,7 @@ from reportexport.store.schema import (
     GRAPH_KEY,
     SCHEMA_VERSION_KEY,
     SchemaStatus,
+    redact,
 )
 
 SQL = load_queries("postgres")
@@ -64,9 +66,17 @@ SERVICE_GRANTS = (
 
 
 class PostgresDatabase:
-    def __init__(self, url: str, graph: Graph, *, pool_size: int = 8) -> None:
+    def __init__(
+        self, url: str, graph: Graph, *, pool_size: int = 8, connect_timeout: float = 10.0
+    ) -> None:
         self.url = url
         self.graph = graph
+        try:  # fail fast with the driver's reason rather than let the pool retry quietly
+            psycopg.connect(url, connect_timeout=max(1, round(connect_timeout))).close()
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailableError(
+                f"cannot connect to PostgreSQL at {redact(url)}: {str(exc).strip()}"
+            ) from exc
         self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
             url,
             min_size=1,

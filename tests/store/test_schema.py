@@ -1,0 +1,144 @@
+"""Schema upgrades, the recorded graph fingerprint, and the named queries of both dialects."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reportexport.job_status import IllegalTransitionError
+from reportexport.store import Database, Outcome, SchemaMismatchError, open_database
+from reportexport.store.queries import load_queries, migration_files
+from tests.conftest import REPO_ROOT
+from tests.store.conftest import GRAPH, graph_with_archived
+from tests.store.test_operations import new_job
+
+
+@pytest.fixture
+def empty_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if backend == "postgres":
+        return str(request.getfixturevalue("empty_postgres_url"))
+    return f"sqlite:///{tmp_path / 'empty.db'}"
+
+
+def test_a_database_without_the_schema_is_refused_with_the_fix(empty_url: str) -> None:
+    with pytest.raises(SchemaMismatchError, match="no reportexport schema") as raised:
+        open_database(empty_url, GRAPH)
+    assert "reportexport db upgrade --database" in str(raised.value)
+
+
+def test_upgrade_is_idempotent_and_records_the_fingerprint(empty_url: str) -> None:
+    db = open_database(empty_url, GRAPH, check=False)
+    try:
+        first = db.upgrade()
+        second = db.upgrade()
+    finally:
+        db.close()
+    assert first == second
+    assert first.current
+    assert first.fingerprint == GRAPH.fingerprint
+    assert first.version == len(migration_files("sqlite"))
+
+
+def test_a_process_refuses_a_database_built_from_another_graph(
+    database_url: str, tmp_path: Path
+) -> None:
+    _, changed = graph_with_archived(tmp_path)
+    with pytest.raises(SchemaMismatchError) as raised:
+        open_database(database_url, changed)
+    message = str(raised.value)
+    assert GRAPH.fingerprint[:12] in message
+    assert changed.fingerprint[:12] in message
+    assert "reportexport db upgrade" in message
+
+
+def test_upgrade_applies_a_fixture_change_to_a_populated_database(
+    database_url: str, tmp_path: Path
+) -> None:
+    old = open_database(database_url, GRAPH)
+    try:
+        done_id = old.create_job(new_job())[0].id
+        old.cancel_job(done_id, person="alice")
+        waiting_id = old.create_job(new_job())[0].id
+    finally:
+        old.close()
+
+    _, changed = graph_with_archived(tmp_path)
+    upgrader = open_database(database_url, changed, check=False)
+    try:
+        assert upgrader.upgrade().fingerprint == changed.fingerprint
+    finally:
+        upgrader.close()
+
+    new = open_database(database_url, changed)
+    try:
+        assert new.get_job(done_id).job.status == "canceled"
+        (claim,) = new.claim_jobs("w1", limit=1, lease_seconds=60)
+        assert claim.job.id == waiting_id
+        assert new.finish_jobs([Outcome(lease=claim.lease, to_status="archived")]) == [True]
+        detail = new.get_job(waiting_id)
+        assert detail.job.status == "archived"
+        assert detail.job.finished_at is not None
+        assert [e.effect for e in detail.side_effects] == ["delete_temp_object"]
+    finally:
+        new.close()
+    with pytest.raises(SchemaMismatchError):
+        open_database(database_url, GRAPH)  # the old fixture no longer matches
+
+
+def test_the_current_graph_rejects_an_edge_it_does_not_declare(db: Database) -> None:
+    db.create_job(new_job())
+    (claim,) = db.claim_jobs("w1", limit=1, lease_seconds=60)
+    with pytest.raises(IllegalTransitionError, match=r"^illegal:running->archived$"):
+        db.finish_jobs([Outcome(lease=claim.lease, to_status="archived")])
+
+
+def test_both_dialects_name_the_same_queries_and_migrations() -> None:
+    assert load_queries("sqlite").keys() == load_queries("postgres").keys()
+    sqlite_versions = [(n, name) for n, name, _ in migration_files("sqlite")]
+    assert sqlite_versions == [(n, name) for n, name, _ in migration_files("postgres")]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_every_named_query_is_run_by_the_store_of_its_dialect(dialect: str) -> None:
+    source = (REPO_ROOT / "src" / "reportexport" / "store" / f"{dialect}.py").read_text()
+    used = set(re.findall(r'SQL\["([a-z_]+)"\]', source))
+    assert used == set(load_queries(dialect))
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reportexport", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_db_commands_upgrade_and_check(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    check = run_cli("db", "check", "--database", url)
+    assert check.returncode == 1
+    assert "reportexport db upgrade --database" in check.stderr
+    upgrade = run_cli("db", "upgrade", env={"REPORTEXPORT_DATABASE_URL": url})
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "schema version 0 -> 1" in upgrade.stdout
+    assert run_cli("db", "check", "--database", url).returncode == 0
+
+    changed, _ = graph_with_archived(tmp_path)
+    stale = run_cli("db", "check", "--database", url, "--graph", str(changed))
+    assert stale.returncode == 1
+    assert "the database holds the job status graph" in stale.stderr
+    assert run_cli("db", "upgrade", "--database", url, "--graph", str(changed)).returncode == 0
+    assert run_cli("db", "check", "--database", url, "--graph", str(changed)).returncode == 0
+
+
+def test_db_check_on_an_unreachable_server_says_so() -> None:
+    done = run_cli("db", "check", "--database", "postgresql://nobody@127.0.0.1:1/none")
+    assert done.returncode == 1
+    assert "cannot connect to PostgreSQL at postgresql://nobody@127.0.0.1:1/none" in done.stderr
