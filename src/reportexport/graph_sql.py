@@ -73,8 +73,97 @@ def postgres_graph_sql(graph: Graph) -> str:
         f"ALTER TABLE jobs ADD CONSTRAINT jobs_finished_exactly_when_terminal\n"
         f"  CHECK ((status IN {terminal}) = (finished_at IS NOT NULL));",
         f"ALTER TABLE jobs ALTER COLUMN status SET DEFAULT {q(graph.initial)};",
+        "",
+        _queue_index(graph),
+        "",
+        _postgres_guard(graph),
     ]
     return "\n".join(parts) + "\n"
+
+
+_PG_GUARD = """\
+-- Every status change: a declared edge, its actor, one history row, the side-effect rows of
+-- a terminal state, the intent cleared. Generated so that no lookup runs per row.
+-- SECURITY DEFINER: a service role needs no INSERT on job_history or job_side_effects.
+CREATE OR REPLACE FUNCTION job_status_guard() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    declared_actor text;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.status IS DISTINCT FROM @INITIAL@ THEN
+            RAISE EXCEPTION 'illegal:->%', NEW.status USING ERRCODE = 'check_violation',
+                HINT = 'a job is created in the initial state of the graph';
+        END IF;
+    ELSIF NEW.status IS DISTINCT FROM OLD.status THEN
+        IF OLD.status IN @TERMINAL@ THEN
+            RAISE EXCEPTION 'terminal:%', OLD.status USING ERRCODE = 'check_violation',
+                HINT = 'a job in a terminal state never changes status again';
+        END IF;
+        declared_actor := CASE
+@EDGES@
+        END;
+        IF declared_actor IS NULL THEN
+            RAISE EXCEPTION 'illegal:%->%', OLD.status, NEW.status
+                USING ERRCODE = 'check_violation', HINT = 'see SELECT * FROM job_transitions';
+        END IF;
+        IF NEW.change_actor IS DISTINCT FROM declared_actor THEN
+            RAISE EXCEPTION 'actor:%', coalesce(NEW.change_actor, '')
+                USING ERRCODE = 'check_violation',
+                HINT = format('%s->%s belongs to actor %s: name it with change_actor = %L',
+                              OLD.status, NEW.status, declared_actor, declared_actor);
+        END IF;
+        INSERT INTO job_history (job_id, from_status, to_status, actor, person, reason, worker)
+        VALUES (OLD.id, OLD.status, NEW.status, NEW.change_actor, NEW.change_person,
+                NEW.change_reason, NEW.change_worker);
+        CASE NEW.status
+@TERMINALS@
+            ELSE NULL;
+        END CASE;
+        NEW.updated_at := clock_timestamp();
+        -- Workers learn of changes they did not make (a person's cancel); NOTIFY serialises
+        -- commits, so changes made by workers send none.
+        IF NEW.change_worker IS NULL THEN
+            PERFORM pg_notify('reportexport_jobs', OLD.id || ' ' || NEW.status);
+        END IF;
+    END IF;
+    NEW.change_actor := NULL;
+    NEW.change_person := NULL;
+    NEW.change_reason := NULL;
+    NEW.change_worker := NULL;
+    RETURN NEW;
+END $$;
+
+DROP TRIGGER IF EXISTS jobs_status_guard ON jobs;
+CREATE TRIGGER jobs_status_guard
+    BEFORE INSERT OR UPDATE OF status, change_actor, change_person, change_reason, change_worker
+    ON jobs FOR EACH ROW EXECUTE FUNCTION job_status_guard();
+ALTER TABLE jobs ENABLE ALWAYS TRIGGER jobs_status_guard;"""
+
+
+def _postgres_guard(graph: Graph) -> str:
+    edges = "\n".join(
+        f"            WHEN OLD.status = {q(e.from_status)} AND NEW.status = {q(e.to_status)}"
+        f" THEN {q(e.actor)}"
+        for e in graph.transitions
+    )
+    terminals = []
+    for state in graph.terminal:
+        terminals.append(f"            WHEN {q(state)} THEN")
+        terminals.append("                NEW.finished_at := clock_timestamp();")
+        effects = graph.side_effects.get(state, ())
+        if effects:
+            rows = ", ".join(f"(OLD.id, {q(state)}, {q(effect)})" for effect in effects)
+            terminals.append(
+                f"                INSERT INTO job_side_effects (job_id, status, effect)\n"
+                f"                VALUES {rows};"
+            )
+    return (
+        _PG_GUARD.replace("@INITIAL@", q(graph.initial))
+        .replace("@TERMINAL@", in_list(graph.terminal))
+        .replace("@EDGES@", edges)
+        .replace("@TERMINALS@", "\n".join(terminals))
+    )
 
 
 def sqlite_graph_sql(graph: Graph) -> str:
@@ -87,14 +176,47 @@ def sqlite_graph_sql(graph: Graph) -> str:
         HEADER.format(fingerprint=graph.fingerprint),
         *graph_rows(graph, true="1", false="0"),
         "",
+        _queue_index(graph),
+        "",
         "DROP TRIGGER IF EXISTS jobs_insert_guard;",
         _sqlite_insert_guard(graph),
         "DROP TRIGGER IF EXISTS jobs_status_guard;",
         _sqlite_status_guard(graph),
         "DROP TRIGGER IF EXISTS jobs_status_recorded;",
         _sqlite_status_recorded(graph),
+        *_sqlite_effect_triggers(graph),
     ]
     return "\n".join(parts) + "\n"
+
+
+def _queue_index(graph: Graph) -> str:
+    """Claims scan only the jobs still in the initial state, oldest first."""
+    return (
+        "DROP INDEX IF EXISTS jobs_waiting;\n"
+        f"CREATE INDEX jobs_waiting ON jobs (id) WHERE status = {q(graph.initial)};"
+    )
+
+
+def _sqlite_effect_triggers(graph: Graph) -> list[str]:
+    """One trigger per terminal state with side effects, writing its rows in fixture order."""
+    statements = ["DROP TRIGGER IF EXISTS " + _effects_trigger(s) + ";" for s in graph.states]
+    for state, effects in graph.side_effects.items():
+        if not effects:
+            continue
+        rows = ",\n         ".join(f"(NEW.id, {q(state)}, {q(effect)})" for effect in effects)
+        statements.append(
+            f"CREATE TRIGGER {_effects_trigger(state)} AFTER UPDATE OF status ON jobs\n"
+            f"WHEN NEW.status = {q(state)} AND OLD.status IS NOT {q(state)}\n"
+            "BEGIN\n"
+            "  INSERT INTO job_side_effects (job_id, status, effect)\n"
+            f"  VALUES {rows};\n"
+            "END;"
+        )
+    return statements
+
+
+def _effects_trigger(state: str) -> str:
+    return f"jobs_side_effects_of_{state}"
 
 
 def _raise(message: str) -> str:
@@ -120,7 +242,13 @@ def _sqlite_insert_guard(graph: Graph) -> str:
 
 
 def _sqlite_status_guard(graph: Graph) -> str:
+    # A legal (from, to, actor) stops the CASE at once; only illegal changes go further.
     branches = [
+        f"    WHEN OLD.status = {q(e.from_status)} AND NEW.status = {q(e.to_status)}"
+        f" AND NEW.change_actor = {q(e.actor)} THEN NULL"
+        for e in graph.transitions
+    ]
+    branches += [
         f"    WHEN OLD.status = {q(s)} THEN {_raise(f'terminal:{s}')}" for s in graph.terminal
     ]
     for source in graph.states:
@@ -167,9 +295,6 @@ def _sqlite_status_recorded(graph: Graph) -> str:
         "         (job_id, from_status, to_status, actor, person, reason, worker)\n"
         "  VALUES (NEW.id, OLD.status, NEW.status, NEW.change_actor, NEW.change_person,\n"
         "          NEW.change_reason, NEW.change_worker);\n"
-        "  INSERT INTO job_side_effects (job_id, status, effect)\n"
-        "  SELECT NEW.id, status, effect FROM job_state_effects\n"
-        "   WHERE status = NEW.status ORDER BY position;\n"
         "  UPDATE jobs\n"
         "     SET change_actor = NULL, change_person = NULL, change_reason = NULL,\n"
         "         change_worker = NULL,\n"

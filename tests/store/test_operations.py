@@ -295,3 +295,25 @@ def test_wait_for_change_wakes_on_a_new_job(db: Database, database_url: str) -> 
 def test_wait_for_change_times_out_when_nothing_happens(db: Database) -> None:
     db.wait_for_change(0.01)
     assert db.wait_for_change(0.1) is False
+
+
+def test_finish_and_claim_ends_jobs_and_claims_the_next_in_one_call(db: Database) -> None:
+    ids = [db.create_job(new_job())[0].id for _ in range(4)]
+    first = db.claim_jobs("w1", limit=2, lease_seconds=30)
+    outcomes = [Outcome(lease=c.lease, to_status="succeeded") for c in first]
+    finished, claims = db.finish_and_claim(outcomes, worker="w1", limit=3, lease_seconds=30)
+    assert finished == [True, True]
+    assert [c.job.id for c in claims] == ids[2:]
+    assert [db.get_job(i).job.status for i in ids] == ["succeeded"] * 2 + ["running"] * 2
+    assert db.finish_and_claim([], worker="w1", limit=1, lease_seconds=30) == ([], [])
+
+
+def test_finish_and_claim_rejects_an_illegal_outcome_before_claiming(db: Database) -> None:
+    db.create_job(new_job())
+    db.create_job(new_job())
+    lease = claim_one(db)
+    with pytest.raises(ActorError):
+        db.finish_and_claim(
+            [Outcome(lease=lease, to_status="canceled")], worker="w1", limit=1, lease_seconds=30
+        )
+    assert db.list_jobs(JobFilter(status="queued")).jobs != ()

@@ -86,6 +86,12 @@ class JobQueue(Protocol):
         """End running jobs; one bool per outcome, False where the lease was stale."""
         ...
 
+    def finish_and_claim(
+        self, outcomes: Sequence[Outcome], *, worker: str, limit: int, lease_seconds: float
+    ) -> tuple[list[bool], list[Claim]]:
+        """`finish_jobs` and then `claim_jobs` in one transaction: one commit per job."""
+        ...
+
     def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
         """Fail running jobs whose lease expired more than `grace_seconds` ago."""
         ...

@@ -238,11 +238,8 @@ class PostgresDatabase:
     # -- JobQueue ---------------------------------------------------------------------------
 
     def claim_jobs(self, worker: str, *, limit: int, lease_seconds: float) -> list[Claim]:
-        params = {"worker": worker, "limit": limit, "lease": lease_seconds}
         with self._tx() as conn:
-            rows = conn.execute(SQL["claim_jobs"], params).fetchall()
-        jobs = sorted((_job_from(row) for row in rows), key=lambda job: job.id)
-        return [Claim(lease=_lease_of(job, worker), job=job) for job in jobs]
+            return _claim(conn, worker, limit, lease_seconds)
 
     def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease:
         params = {"id": lease.job_id, "token": lease.token, "lease": lease_seconds}
@@ -265,14 +262,25 @@ class PostgresDatabase:
             raise StaleStatusError(lease.job_id, "running under this lease")
 
     def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
-        if not outcomes:
-            return []
+        return self.finish_and_claim(outcomes, worker="", limit=0, lease_seconds=0)[0]
+
+    def finish_and_claim(
+        self, outcomes: Sequence[Outcome], *, worker: str, limit: int, lease_seconds: float
+    ) -> tuple[list[bool], list[Claim]]:
         for outcome in outcomes:
             check_transition("running", outcome.to_status, "worker", graph=self.graph)
+        finished: list[bool] = []
         with self._tx() as conn:
-            rows = conn.execute(SQL["finish_jobs"], _outcome_arrays(outcomes)).fetchall()
-        finished = {row["id"] for row in rows}
-        return [o.lease.job_id in finished for o in outcomes]
+            if outcomes:
+                with conn.cursor() as cur:
+                    # One round trip for the batch; each row is fenced by its own token.
+                    params = map(_outcome_params, outcomes)
+                    cur.executemany(SQL["finish_job"], params, returning=True)
+                    while True:
+                        finished.append(cur.fetchone() is not None)
+                        if not cur.nextset():
+                            break
+            return finished, _claim(conn, worker, limit, lease_seconds)
 
     def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
         with self._tx() as conn:
@@ -298,6 +306,17 @@ class PostgresDatabase:
         return _job_from(row)
 
 
+def _claim(
+    conn: psycopg.Connection[dict[str, Any]], worker: str, limit: int, lease_seconds: float
+) -> list[Claim]:
+    if limit < 1:
+        return []
+    params = {"worker": worker, "limit": limit, "lease": lease_seconds}
+    rows = conn.execute(SQL["claim_jobs"], params).fetchall()
+    jobs = sorted((_job_from(row) for row in rows), key=lambda job: job.id)
+    return [Claim(lease=_lease_of(job, worker), job=job) for job in jobs]
+
+
 def _job_from(row: dict[str, Any]) -> Job:
     job: Job = from_row(Job, row, text_encoded=False)
     return job
@@ -311,25 +330,21 @@ def _lease_of(job: Job, worker: str) -> Lease:
     )
 
 
-def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
-    def published(attribute: str) -> list[Any]:
-        return [getattr(o.published, attribute) if o.published else None for o in outcomes]
-
+def _outcome_params(outcome: Outcome) -> dict[str, Any]:
+    published = outcome.published
     return {
-        "ids": [o.lease.job_id for o in outcomes],
-        "tokens": [o.lease.token for o in outcomes],
-        "to_statuses": [o.to_status for o in outcomes],
-        "workers": [o.lease.worker for o in outcomes],
-        "reasons": [o.reason for o in outcomes],
-        "error_codes": [o.error_code for o in outcomes],
-        "error_messages": [o.error_message for o in outcomes],
-        "object_keys": published("key"),
-        "object_sha256s": published("sha256"),
-        "object_bytes": published("bytes"),
-        "object_rows": published("rows"),
-        "columns": [
-            json.dumps(list(o.published.columns)) if o.published else None for o in outcomes
-        ],
-        "file_names": published("file_name"),
-        "expires": published("expires_in_seconds"),
+        "id": outcome.lease.job_id,
+        "token": outcome.lease.token,
+        "worker": outcome.lease.worker,
+        "to_status": outcome.to_status,
+        "reason": outcome.reason,
+        "error_code": outcome.error_code,
+        "error_message": outcome.error_message,
+        "object_key": published.key if published else None,
+        "object_sha256": published.sha256 if published else None,
+        "object_bytes": published.bytes if published else None,
+        "object_rows": published.rows if published else None,
+        "columns": json.dumps(list(published.columns)) if published else None,
+        "file_name": published.file_name if published else None,
+        "expires": published.expires_in_seconds if published else None,
     }

@@ -163,15 +163,19 @@ TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
 JSON_FIELDS = frozenset({"parameters", "options", "columns"})
 
 
+FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls)) for cls in (Job, HistoryEntry, SideEffect)
+}
+
+
 def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> Any:
     """Build a record from a row; SQLite rows carry timestamps and JSON as text."""
-    names = {f.name for f in fields(cls)}
-    values = {name: row[name] for name in names}
+    values = {name: row[name] for name in FIELD_NAMES[cls]}
     if text_encoded:
-        for name in TIMESTAMP_FIELDS[cls] & names:
+        for name in TIMESTAMP_FIELDS[cls]:
             if values[name] is not None:
                 values[name] = datetime.fromisoformat(values[name])
-        for name in JSON_FIELDS & names:
+        for name in JSON_FIELDS & values.keys():
             if values[name] is not None:
                 values[name] = json.loads(values[name])
     if "columns" in values and values["columns"] is not None:

@@ -224,10 +224,17 @@ class SqliteDatabase:
     # -- JobQueue ---------------------------------------------------------------------------
 
     def claim_jobs(self, worker: str, *, limit: int, lease_seconds: float) -> list[Claim]:
-        params = {"worker": worker, "limit": limit, "lease": _seconds(lease_seconds)}
         with self._write() as conn:
-            ids = [row["id"] for row in conn.execute(SQL["claim_jobs"], params).fetchall()]
-            jobs = [self._job(conn, job_id) for job_id in sorted(ids)]
+            return self._claim(conn, worker, limit, lease_seconds)
+
+    def _claim(
+        self, conn: sqlite3.Connection, worker: str, limit: int, lease_seconds: float
+    ) -> list[Claim]:
+        if limit < 1:
+            return []
+        params = {"worker": worker, "limit": limit, "lease": _seconds(lease_seconds)}
+        rows = conn.execute(SQL["claim_jobs"], params).fetchall()
+        jobs = sorted((_job_from(row) for row in rows), key=lambda job: job.id)
         return [Claim(lease=_lease_of(job, worker), job=job) for job in jobs]
 
     def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease:
@@ -251,13 +258,19 @@ class SqliteDatabase:
             raise StaleStatusError(lease.job_id, "running under this lease")
 
     def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        return self.finish_and_claim(outcomes, worker="", limit=0, lease_seconds=0)[0]
+
+    def finish_and_claim(
+        self, outcomes: Sequence[Outcome], *, worker: str, limit: int, lease_seconds: float
+    ) -> tuple[list[bool], list[Claim]]:
         for outcome in outcomes:
             check_transition("running", outcome.to_status, "worker", graph=self.graph)
         with self._write() as conn:
-            return [
-                conn.execute(SQL["finish_jobs"], _outcome_params(o)).fetchone() is not None
+            finished = [
+                conn.execute(SQL["finish_job"], _outcome_params(o)).fetchone() is not None
                 for o in outcomes
             ]
+            return finished, self._claim(conn, worker, limit, lease_seconds)
 
     def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
         params = {"worker": worker, "grace": _seconds(-grace_seconds)}

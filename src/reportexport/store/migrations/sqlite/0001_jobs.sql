@@ -1,7 +1,8 @@
 -- Jobs, their history and side effects, and the tables that hold the graph.
 -- The graph's contents and the status guards come from sql/sqlite/graph.sql, generated from
 -- the fixture and applied by `reportexport db upgrade`. Timestamps are UTC ISO 8601 text
--- ('2026-01-31T12:00:00.000Z'), which sorts and compares correctly as text.
+-- ('2026-01-31T12:00:00.000Z'), which sorts and compares correctly as text. Rows are never
+-- deleted, so INTEGER PRIMARY KEY ids only grow without AUTOINCREMENT's extra writes.
 
 CREATE TABLE reportexport_meta (
     key   TEXT PRIMARY KEY,
@@ -30,7 +31,7 @@ CREATE TABLE job_state_effects (
 ) STRICT;
 
 CREATE TABLE jobs (
-    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                INTEGER PRIMARY KEY,
     owner             TEXT NOT NULL,
     saved_query       TEXT NOT NULL,
     source            TEXT NOT NULL DEFAULT '',
@@ -71,10 +72,9 @@ CREATE TABLE jobs (
 ) STRICT;
 CREATE INDEX jobs_owner_newest ON jobs (owner, id DESC);
 CREATE INDEX jobs_status_oldest ON jobs (status, id);
-CREATE INDEX jobs_lease_expiry ON jobs (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
 
 CREATE TABLE job_history (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          INTEGER PRIMARY KEY,
     job_id      INTEGER NOT NULL REFERENCES jobs (id),
     from_status TEXT NOT NULL,
     to_status   TEXT NOT NULL,
@@ -87,7 +87,7 @@ CREATE TABLE job_history (
 CREATE INDEX job_history_of_job ON job_history (job_id, id);
 
 CREATE TABLE job_side_effects (
-    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    id               INTEGER PRIMARY KEY,
     job_id           INTEGER NOT NULL REFERENCES jobs (id),
     status           TEXT NOT NULL,
     effect           TEXT NOT NULL,

@@ -72,25 +72,18 @@ UPDATE jobs
  WHERE id = %(id)s AND lease_token = %(token)s AND status = 'running'
 RETURNING id;
 
--- finish_jobs --
--- Move many running jobs to terminal statuses in one statement, each fenced by its token.
-UPDATE jobs j
-   SET status = o.to_status, change_actor = 'worker', change_worker = o.worker,
-       change_reason = o.reason, error_code = o.error_code, error_message = o.error_message,
-       object_key = o.object_key, object_sha256 = o.object_sha256,
-       object_bytes = o.object_bytes, object_rows = o.object_rows,
-       columns = o.columns::jsonb, file_name = o.file_name,
-       object_expires_at = clock_timestamp() + make_interval(secs => o.expires),
+-- finish_job --
+-- Move a running job to a terminal status, fenced by its lease token (pipelined per outcome).
+UPDATE jobs
+   SET status = %(to_status)s, change_actor = 'worker', change_worker = %(worker)s,
+       change_reason = %(reason)s, error_code = %(error_code)s,
+       error_message = %(error_message)s, object_key = %(object_key)s,
+       object_sha256 = %(object_sha256)s, object_bytes = %(object_bytes)s,
+       object_rows = %(object_rows)s, columns = %(columns)s::jsonb, file_name = %(file_name)s,
+       object_expires_at = clock_timestamp() + make_interval(secs => %(expires)s),
        lease_expires_at = NULL
-  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(to_statuses)s::text[],
-              %(workers)s::text[], %(reasons)s::text[], %(error_codes)s::text[],
-              %(error_messages)s::text[], %(object_keys)s::text[], %(object_sha256s)s::text[],
-              %(object_bytes)s::bigint[], %(object_rows)s::bigint[], %(columns)s::text[],
-              %(file_names)s::text[], %(expires)s::float8[])
-       AS o(id, token, to_status, worker, reason, error_code, error_message, object_key,
-            object_sha256, object_bytes, object_rows, columns, file_name, expires)
- WHERE j.id = o.id AND j.lease_token = o.token AND j.status = 'running'
-RETURNING j.id;
+ WHERE id = %(id)s AND lease_token = %(token)s AND status = 'running'
+RETURNING id;
 
 -- cancel_job --
 -- A person cancels a job that is still in %(expected)s (compare-and-set).

@@ -22,6 +22,9 @@ INSERT INTO job_state_effects (status, effect, position) VALUES
   ('failed', 'emit_failed_webhook', 0),
   ('canceled', 'delete_temp_object', 0);
 
+DROP INDEX IF EXISTS jobs_waiting;
+CREATE INDEX jobs_waiting ON jobs (id) WHERE status = 'queued';
+
 DROP TRIGGER IF EXISTS jobs_insert_guard;
 CREATE TRIGGER jobs_insert_guard BEFORE INSERT ON jobs
 WHEN NEW.status IS NOT 'queued'
@@ -39,6 +42,11 @@ CREATE TRIGGER jobs_status_guard BEFORE UPDATE OF status ON jobs
 WHEN NEW.status IS NOT OLD.status
 BEGIN
   SELECT CASE
+    WHEN OLD.status = 'queued' AND NEW.status = 'running' AND NEW.change_actor = 'worker' THEN NULL
+    WHEN OLD.status = 'queued' AND NEW.status = 'canceled' AND NEW.change_actor = 'user' THEN NULL
+    WHEN OLD.status = 'running' AND NEW.status = 'succeeded' AND NEW.change_actor = 'worker' THEN NULL
+    WHEN OLD.status = 'running' AND NEW.status = 'failed' AND NEW.change_actor = 'worker' THEN NULL
+    WHEN OLD.status = 'running' AND NEW.status = 'canceled' AND NEW.change_actor = 'user' THEN NULL
     WHEN OLD.status = 'succeeded' THEN RAISE(ABORT, 'terminal:succeeded')
     WHEN OLD.status = 'failed' THEN RAISE(ABORT, 'terminal:failed')
     WHEN OLD.status = 'canceled' THEN RAISE(ABORT, 'terminal:canceled')
@@ -72,9 +80,6 @@ BEGIN
          (job_id, from_status, to_status, actor, person, reason, worker)
   VALUES (NEW.id, OLD.status, NEW.status, NEW.change_actor, NEW.change_person,
           NEW.change_reason, NEW.change_worker);
-  INSERT INTO job_side_effects (job_id, status, effect)
-  SELECT NEW.id, status, effect FROM job_state_effects
-   WHERE status = NEW.status ORDER BY position;
   UPDATE jobs
      SET change_actor = NULL, change_person = NULL, change_reason = NULL,
          change_worker = NULL,
@@ -82,4 +87,28 @@ BEGIN
          finished_at = CASE WHEN NEW.status IN ('succeeded', 'failed', 'canceled')
                             THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE NULL END
    WHERE id = NEW.id;
+END;
+DROP TRIGGER IF EXISTS jobs_side_effects_of_queued;
+DROP TRIGGER IF EXISTS jobs_side_effects_of_running;
+DROP TRIGGER IF EXISTS jobs_side_effects_of_succeeded;
+DROP TRIGGER IF EXISTS jobs_side_effects_of_failed;
+DROP TRIGGER IF EXISTS jobs_side_effects_of_canceled;
+CREATE TRIGGER jobs_side_effects_of_succeeded AFTER UPDATE OF status ON jobs
+WHEN NEW.status = 'succeeded' AND OLD.status IS NOT 'succeeded'
+BEGIN
+  INSERT INTO job_side_effects (job_id, status, effect)
+  VALUES (NEW.id, 'succeeded', 'write_csv_object'),
+         (NEW.id, 'succeeded', 'emit_done_webhook');
+END;
+CREATE TRIGGER jobs_side_effects_of_failed AFTER UPDATE OF status ON jobs
+WHEN NEW.status = 'failed' AND OLD.status IS NOT 'failed'
+BEGIN
+  INSERT INTO job_side_effects (job_id, status, effect)
+  VALUES (NEW.id, 'failed', 'emit_failed_webhook');
+END;
+CREATE TRIGGER jobs_side_effects_of_canceled AFTER UPDATE OF status ON jobs
+WHEN NEW.status = 'canceled' AND OLD.status IS NOT 'canceled'
+BEGIN
+  INSERT INTO job_side_effects (job_id, status, effect)
+  VALUES (NEW.id, 'canceled', 'delete_temp_object');
 END;

@@ -44,13 +44,15 @@ SELECT * FROM jobs
 
 -- claim_jobs --
 -- Move up to :limit queued jobs, oldest first, to running under a new lease token.
+-- RETURNING shows the row before the AFTER trigger clears the intent; a Job has no intent.
 UPDATE jobs
    SET status = 'running', change_actor = 'worker', change_worker = :worker,
        lease_owner = :worker, lease_token = lease_token + 1,
        lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lease),
-       started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+       started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+       updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
  WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT :limit)
-RETURNING id;
+RETURNING *;
 
 -- extend_lease --
 -- Push a running job's lease expiry out, if the caller still holds the lease.
@@ -66,8 +68,8 @@ UPDATE jobs
  WHERE id = :id AND lease_token = :token AND status = 'running'
 RETURNING id;
 
--- finish_jobs --
--- Move one running job to a terminal status, fenced by its lease token (run per outcome).
+-- finish_job --
+-- Move a running job to a terminal status, fenced by its lease token (run per outcome).
 UPDATE jobs
    SET status = :to_status, change_actor = 'worker', change_worker = :worker,
        change_reason = :reason, error_code = :error_code, error_message = :error_message,
