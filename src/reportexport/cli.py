@@ -8,13 +8,13 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from reportexport import gate, generated
+from reportexport import config, gate, generated
 from reportexport.graph import GRAPH_ENV, InvalidGraphError, load_graph
 from reportexport.render import RENDERERS
 
 Handler = Callable[[argparse.Namespace], int]
 DATABASE_ENV = "REPORTEXPORT_DATABASE_URL"
-DEFAULT_DATABASE_URL = "sqlite:///var/reportexport.db"
+DEFAULT_DATABASE_URL = "sqlite:///$REPORTEXPORT_HOME/reportexport.db"
 
 
 def _graph_option(p: argparse.ArgumentParser) -> None:
@@ -58,7 +58,67 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _database_options(check)
     check.set_defaults(handler=cmd_db_check)
+
+    demo = commands.add_parser("demo", help="build the demo data set and its catalog")
+    _service_options(demo)
+    demo.add_argument("--rows", type=int, default=None, help="orders to generate (default 2M)")
+    demo.add_argument("--force", action="store_true", help="rebuild even if the files exist")
+    demo.set_defaults(handler=_lazy("reportexport.commands", "cmd_demo"))
+
+    queries = commands.add_parser("queries", help="the saved-query catalog")
+    query_actions = queries.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, text in (("list", "list the saved queries"), ("check", "validate the catalog")):
+        sub = query_actions.add_parser(action, help=text)
+        sub.add_argument("--catalog", type=Path, default=None, help="$REPORTEXPORT_CATALOG")
+        sub.set_defaults(handler=_lazy("reportexport.commands", f"cmd_queries_{action}"))
+
+    worker = commands.add_parser("worker", help="claim and run exports until SIGTERM")
+    _service_options(worker)
+    worker.add_argument("--concurrency", type=int, default=2)
+    worker.add_argument("--lease-seconds", type=float, default=30.0)
+    worker.add_argument("--grace-seconds", type=float, default=30.0)
+    worker.add_argument("--retention-days", type=float, default=7.0)
+    worker.set_defaults(handler=_lazy("reportexport.commands", "cmd_worker"))
+
+    export = commands.add_parser(
+        "export", help="export a saved query here and now (a job run by an in-process worker)"
+    )
+    _service_options(export)
+    export.add_argument("query", help="the saved query's name")
+    export.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="repeatable"
+    )
+    export.add_argument("-o", "--output", type=Path, help="write the CSV here")
+    export.add_argument("--owner", default=os.environ.get("USER", "cli"))
+    export.set_defaults(handler=_lazy("reportexport.commands", "cmd_export"))
+
+    sweep = commands.add_parser("sweep", help="delete orphan, temp and expired objects")
+    _service_options(sweep)
+    sweep.add_argument("--dry-run", action="store_true")
+    sweep.set_defaults(handler=_lazy("reportexport.commands", "cmd_sweep"))
     return p
+
+
+def _service_options(p: argparse.ArgumentParser) -> None:
+    _database_options(p)
+    p.add_argument("--catalog", type=Path, default=None, help="$REPORTEXPORT_CATALOG")
+    p.add_argument(
+        "--objects",
+        default=None,
+        help="file:///dir or s3://bucket (default: $REPORTEXPORT_OBJECTS_URL)",
+    )
+
+
+def _lazy(module: str, name: str) -> Handler:
+    """Import a command's module only when it runs: the gate and graph stay dependency-free."""
+
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        handler: Handler = getattr(importlib.import_module(module), name)
+        return handler(args)
+
+    return run
 
 
 def _database_options(p: argparse.ArgumentParser) -> None:
@@ -66,7 +126,7 @@ def _database_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--database",
         metavar="URL",
-        default=os.environ.get(DATABASE_ENV, DEFAULT_DATABASE_URL),
+        default=None,
         help=f"sqlite:///path or postgresql://... (default: ${DATABASE_ENV}, "
         f"else {DEFAULT_DATABASE_URL})",
     )
@@ -105,6 +165,7 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from reportexport.store import open_database
     from reportexport.store.schema import redact
 
+    args.database = args.database or config.default_database_url()
     database = open_database(args.database, load_graph(args.graph), check=False)
     try:
         before = database.schema_status()
@@ -130,6 +191,7 @@ def cmd_db_check(args: argparse.Namespace) -> int:
     from reportexport.store import open_database
     from reportexport.store.schema import redact
 
+    args.database = args.database or config.default_database_url()
     database = open_database(args.database, load_graph(args.graph), check=False)
     try:
         status = database.schema_status()

@@ -80,7 +80,11 @@ class JobQueue(Protocol):
 
     def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease: ...
 
-    def record_progress(self, lease: Lease, *, rows: int | None, bytes_written: int) -> None: ...
+    def record_progress(
+        self, lease: Lease, *, rows: int | None, bytes_written: int, temp_key: str | None = None
+    ) -> None:
+        """Progress of a running job under its lease; StaleStatusError once it is not ours."""
+        ...
 
     def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
         """End running jobs; one bool per outcome, False where the lease was stale."""

@@ -254,8 +254,16 @@ class PostgresDatabase:
             expires_at=row["lease_expires_at"],
         )
 
-    def record_progress(self, lease: Lease, *, rows: int | None, bytes_written: int) -> None:
-        params = {"id": lease.job_id, "token": lease.token, "rows": rows, "bytes": bytes_written}
+    def record_progress(
+        self, lease: Lease, *, rows: int | None, bytes_written: int, temp_key: str | None = None
+    ) -> None:
+        params = {
+            "id": lease.job_id,
+            "token": lease.token,
+            "rows": rows,
+            "bytes": bytes_written,
+            "temp_key": temp_key,
+        }
         with self._tx() as conn:
             row = conn.execute(SQL["record_progress"], params).fetchone()
         if row is None:

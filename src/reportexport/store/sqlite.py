@@ -250,8 +250,16 @@ class SqliteDatabase:
             expires_at=_timestamp(row["lease_expires_at"]),
         )
 
-    def record_progress(self, lease: Lease, *, rows: int | None, bytes_written: int) -> None:
-        params = {"id": lease.job_id, "token": lease.token, "rows": rows, "bytes": bytes_written}
+    def record_progress(
+        self, lease: Lease, *, rows: int | None, bytes_written: int, temp_key: str | None = None
+    ) -> None:
+        params = {
+            "id": lease.job_id,
+            "token": lease.token,
+            "rows": rows,
+            "bytes": bytes_written,
+            "temp_key": temp_key,
+        }
         with self._write() as conn:
             row = conn.execute(SQL["record_progress"], params).fetchone()
         if row is None:

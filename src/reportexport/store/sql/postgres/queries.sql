@@ -65,9 +65,10 @@ UPDATE jobs SET lease_expires_at = clock_timestamp() + make_interval(secs => %(l
 RETURNING lease_expires_at;
 
 -- record_progress --
--- Rows and bytes written so far, if the caller still holds the lease of a running job.
+-- Rows and bytes written so far (and the temp object's key), under a running job's lease.
 UPDATE jobs
    SET rows_written = coalesce(%(rows)s, rows_written), bytes_written = %(bytes)s,
+       temp_key = coalesce(%(temp_key)s, temp_key),
        progressed_at = clock_timestamp()
  WHERE id = %(id)s AND lease_token = %(token)s AND status = 'running'
 RETURNING id;

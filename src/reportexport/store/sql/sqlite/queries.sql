@@ -61,9 +61,10 @@ UPDATE jobs SET lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lease)
 RETURNING lease_expires_at;
 
 -- record_progress --
--- Rows and bytes written so far, if the caller still holds the lease of a running job.
+-- Rows and bytes written so far (and the temp object's key), under a running job's lease.
 UPDATE jobs
    SET rows_written = coalesce(:rows, rows_written), bytes_written = :bytes,
+       temp_key = coalesce(:temp_key, temp_key),
        progressed_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
  WHERE id = :id AND lease_token = :token AND status = 'running'
 RETURNING id;

@@ -1,0 +1,181 @@
+"""The commands that touch data: demo, queries, worker, export, sweep."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from reportexport import config
+from reportexport.catalog import Catalog, CatalogError, load_catalog
+from reportexport.demo import DEFAULT_ROWS, build_demo_database, write_demo_catalog
+from reportexport.exports import new_export
+from reportexport.graph import load_graph
+from reportexport.objects import ObjectStore, open_object_store
+from reportexport.parameters import ParameterError
+from reportexport.store import Database, StoreError, open_database
+from reportexport.worker import Worker, WorkerSettings
+
+
+def _catalog(args: argparse.Namespace) -> Catalog:
+    return load_catalog(args.catalog or config.default_catalog_path())
+
+
+def _database(args: argparse.Namespace, *, upgrade_embedded: bool = False) -> Database:
+    url = args.database or config.default_database_url()
+    graph = load_graph(args.graph)
+    if upgrade_embedded and url == config.default_database_url() and url.startswith("sqlite:"):
+        # The embedded default builds itself; a shared database is upgraded on purpose.
+        database = open_database(url, graph, check=False)
+        database.upgrade()
+        return database
+    return open_database(url, graph)
+
+
+def _objects(args: argparse.Namespace) -> ObjectStore:
+    return open_object_store(
+        args.objects or config.default_objects_url(), link_secret=config.link_secret()
+    )
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    base = config.home()
+    database_file = base / "demo.duckdb"
+    catalog_file = args.catalog or config.default_catalog_path()
+    if args.force or not database_file.exists():
+        rows = args.rows or DEFAULT_ROWS
+        print(f"building {database_file} with {rows:,} orders ...", flush=True)
+        started = time.monotonic()
+        build_demo_database(database_file, rows)
+        print(f"  done in {time.monotonic() - started:.1f} s")
+    if args.force or not Path(catalog_file).exists():
+        write_demo_catalog(Path(catalog_file))
+        print(f"wrote the demo catalog {catalog_file}")
+    _database(args, upgrade_embedded=True).close()
+    print("the job store is ready; try: reportexport export orders_by_day --param day=2024-03-05")
+    return 0
+
+
+def cmd_queries_list(args: argparse.Namespace) -> int:
+    try:
+        catalog = _catalog(args)
+    except CatalogError as exc:
+        return _catalog_problems(exc)
+    for query in catalog.queries.values():
+        params = ", ".join(
+            f"{spec.name}:{spec.type}{'' if spec.required else '?'}"
+            for spec in query.parameters.values()
+        )
+        print(f"{query.name:24} {query.title}  ({params or 'no parameters'})")
+    return 0
+
+
+def cmd_queries_check(args: argparse.Namespace) -> int:
+    try:
+        catalog = _catalog(args)
+    except CatalogError as exc:
+        return _catalog_problems(exc)
+    except FileNotFoundError as exc:
+        print(f"reportexport queries: {exc}", file=sys.stderr)
+        return 1
+    print(f"{catalog.path}: {len(catalog.queries)} saved queries, {len(catalog.sources)} sources")
+    return 0
+
+
+def _catalog_problems(exc: CatalogError) -> int:
+    print(f"{exc.path}: the catalog has problems:", file=sys.stderr)
+    for problem in exc.problems:
+        print(f"  - {problem}", file=sys.stderr)
+    return 1
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    database = _database(args)
+    settings = WorkerSettings(
+        concurrency=args.concurrency,
+        lease_seconds=args.lease_seconds,
+        retention_seconds=args.retention_days * 86400,
+    )
+    worker = Worker(database, _catalog(args), _objects(args), settings)
+    try:
+        worker.run_until_signal(grace_seconds=args.grace_seconds)
+    finally:
+        database.close()
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    query = catalog.queries.get(args.query)
+    if query is None:
+        print(f"no saved query {args.query!r}; see: reportexport queries list", file=sys.stderr)
+        return 2
+    raw: dict[str, str] = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            print(f"--param takes NAME=VALUE, not {item!r}", file=sys.stderr)
+            return 2
+        raw[name] = value
+    try:
+        new = new_export(query, raw, owner=args.owner)
+    except ParameterError as exc:
+        print(f"reportexport export: {exc}", file=sys.stderr)
+        return 2
+    database = _database(args, upgrade_embedded=True)
+    objects = _objects(args)
+    worker = Worker(database, catalog, objects, WorkerSettings(concurrency=1))
+    try:
+        job, _ = database.create_job(new)
+        print(f"job {job.id}: {job.status}", flush=True)
+        worker.start()
+        last = -1
+        while True:
+            detail = database.get_job(job.id)
+            current = detail.job
+            if current.bytes_written != last and current.status == "running":
+                last = current.bytes_written
+                print(f"  {current.status}: {current.bytes_written:,} bytes", flush=True)
+            if current.finished_at is not None:
+                break
+            time.sleep(0.2)
+    except StoreError as exc:
+        print(f"reportexport export: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        worker.stop(grace_seconds=0)
+    print(f"job {current.id}: {current.status}")
+    if current.error_code:
+        print(f"  {current.error_code}: {current.error_message}", file=sys.stderr)
+        database.close()
+        return 1
+    if current.object_key is not None:
+        print(
+            f"  {current.object_rows or 0:,} rows, {current.object_bytes or 0:,} bytes, "
+            f"sha256 {current.object_sha256}\n  object {current.object_key}"
+        )
+        if args.output:
+            with objects.read(current.object_key) as source, open(args.output, "wb") as target:
+                shutil.copyfileobj(source, target)
+            print(f"  written to {args.output}")
+    database.close()
+    return 0 if current.status == "succeeded" else 1
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from reportexport.sweeper import sweep
+
+    database = _database(args)
+    try:
+        report = sweep(database, _objects(args), dry_run=args.dry_run)
+    finally:
+        database.close()
+    verb = "would delete" if args.dry_run else "deleted"
+    for key, why in report.deleted.items():
+        print(f"{verb} {key}: {why}")
+    print(f"{len(report.deleted)} {verb}, {report.kept} kept")
+    return 0

@@ -1,0 +1,179 @@
+"""From a saved query to a job, and from a claimed job to a temp object full of CSV.
+
+`new_export` validates parameters and snapshots everything a job needs, so a later catalog
+edit never changes what it runs. `run_export` streams a claimed job's CSV into a temp object,
+hashing and counting the bytes as they pass and enforcing the job's limits; the worker then
+publishes the object and moves the job to `succeeded` in that order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reportexport.catalog import Limits, SavedQuery
+from reportexport.csvformat import CsvOptions
+from reportexport.objects import TempObject
+from reportexport.parameters import ParamSpec, decode, encode, validate
+from reportexport.sources import CancelToken, Source
+from reportexport.store.records import Job, JobId, NewJob
+
+BOM = b"\xef\xbb\xbf"
+MAX_ROWS_PARAM = "reportexport_max_rows"
+
+
+class LimitExceededError(Exception):
+    """The export went past one of its limits; `code` names which (limit_rows, ...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def new_export(
+    query: SavedQuery,
+    raw_parameters: Mapping[str, Any],
+    *,
+    owner: str,
+    idempotency_key: str | None = None,
+    rerun_of: JobId | None = None,
+) -> NewJob:
+    """A job for `query`; ParameterError names the parameter and the rule it breaks."""
+    values = validate(query.parameters, raw_parameters)
+    return NewJob(
+        owner=owner,
+        saved_query=query.name,
+        source=query.source,
+        query_sql=query.sql,
+        query_hash=query.content_hash,
+        parameters={name: encode(value) for name, value in values.items()},
+        options={
+            "title": query.title,
+            "parameter_specs": [spec.describe() for spec in query.parameters.values()],
+            "csv": query.csv.to_json(),
+            "limits": query.limits.to_json(),
+        },
+        idempotency_key=idempotency_key,
+        rerun_of=rerun_of,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSpec:
+    """What a job runs, decoded from its own snapshot."""
+
+    sql: str
+    parameters: Mapping[str, Any]
+    csv: CsvOptions
+    limits: Limits
+    file_name: str
+
+
+def job_spec(job: Job) -> JobSpec:
+    options = job.options
+    specs = {d["name"]: _spec(d) for d in options.get("parameter_specs", ())}
+    parameters = {
+        name: decode(specs[name], value) if name in specs else value
+        for name, value in job.parameters.items()
+    }
+    csv = CsvOptions(**options.get("csv", {}))
+    limits = Limits(**options.get("limits", {}))
+    suffix = ".csv.gz" if csv.gzip else ".csv"
+    return JobSpec(
+        sql=job.query_sql,
+        parameters=parameters,
+        csv=csv,
+        limits=limits,
+        file_name=f"{job.saved_query}-{job.id}{suffix}",
+    )
+
+
+def _spec(described: Mapping[str, Any]) -> ParamSpec:
+    fields = {k: v for k, v in described.items() if k != "choices"}
+    return ParamSpec(**fields, choices=tuple(described.get("choices", ())))
+
+
+class ObjectSink:
+    """Writes CSV bytes into a temp object: BOM, gzip, SHA-256 and counts on the way."""
+
+    def __init__(self, temp: TempObject, csv: CsvOptions, limits: Limits) -> None:
+        self.temp = temp
+        self.limits = limits
+        self.csv_bytes = 0
+        self.object_bytes = 0
+        self._sha = hashlib.sha256()
+        self._gzip = zlib.compressobj(6, zlib.DEFLATED, 31) if csv.gzip else None
+        self._lock = threading.Lock()
+        if csv.bom:
+            self.write(BOM)
+
+    def write(self, data: bytes) -> None:
+        self.csv_bytes += len(data)
+        if self.limits.max_bytes is not None and self.csv_bytes > self.limits.max_bytes:
+            raise LimitExceededError(
+                "limit_bytes", f"the export grew past its limit of {self.limits.max_bytes:,} bytes"
+            )
+        self._emit(self._gzip.compress(data) if self._gzip else data)
+
+    def _emit(self, data: bytes) -> None:
+        if data:
+            self._sha.update(data)
+            self.object_bytes += len(data)
+            self.temp.write(data)
+
+    def finish(self) -> str:
+        """Flush what is buffered; the object's SHA-256 (hex)."""
+        if self._gzip is not None:
+            self._emit(self._gzip.flush())
+            self._gzip = None
+        return self._sha.hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Staged:
+    """A complete temp object, ready to publish."""
+
+    temp: TempObject
+    rows: int | None
+    bytes: int
+    sha256: str
+    columns: tuple[str, ...]
+    file_name: str
+
+
+def run_export(
+    spec: JobSpec, source: Source, temp: TempObject, sink: ObjectSink, cancel: CancelToken
+) -> Staged:
+    """Stream the job's CSV into `temp`; raises SourceError, LimitExceededError or
+    ExportCanceledError, leaving the temp object for the caller to abort."""
+    sql, parameters = spec.sql, dict(spec.parameters)
+    if spec.limits.max_rows is not None:  # one row past the limit tells that it was passed
+        sql = f"SELECT * FROM ({sql}) AS limited LIMIT :{MAX_ROWS_PARAM}"
+        parameters[MAX_ROWS_PARAM] = spec.limits.max_rows + 1
+    timer = None
+    if spec.limits.max_seconds is not None:
+        timer = threading.Timer(spec.limits.max_seconds, cancel.cancel, args=("limit_time",))
+        timer.daemon = True
+        timer.start()
+    try:
+        exported = source.export(sql, parameters, spec.csv, sink, cancel)
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if spec.limits.max_rows is not None and (exported.rows or 0) > spec.limits.max_rows:
+        raise LimitExceededError(
+            "limit_rows", f"the query returned more than its limit of {spec.limits.max_rows:,} rows"
+        )
+    sha256 = sink.finish()
+    return Staged(
+        temp=temp,
+        rows=exported.rows,
+        bytes=sink.object_bytes,
+        sha256=sha256,
+        columns=exported.columns,
+        file_name=spec.file_name,
+    )

@@ -1,0 +1,49 @@
+"""Signed, expiring download links for objects the service serves itself (the local store)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+
+
+class LinkError(ValueError):
+    """A download token that is forged, malformed or expired; `expired` tells which."""
+
+    def __init__(self, message: str, *, expired: bool = False) -> None:
+        super().__init__(message)
+        self.expired = expired
+
+
+def sign_download(
+    secret: bytes, key: str, file_name: str, expires_in: int, *, now: float | None = None
+) -> str:
+    expires = int((time.time() if now is None else now) + expires_in)
+    body = json.dumps({"k": key, "f": file_name, "e": expires}, separators=(",", ":")).encode()
+    mac = hmac.new(secret, body, hashlib.sha256).digest()
+    return _b64(body) + "." + _b64(mac)
+
+
+def verify_download(secret: bytes, token: str, *, now: float | None = None) -> tuple[str, str]:
+    """The (key, file name) a valid token grants; LinkError otherwise."""
+    try:
+        body_text, mac_text = token.split(".", 1)
+        body, mac = _unb64(body_text), _unb64(mac_text)
+    except ValueError:
+        raise LinkError("malformed download link") from None
+    if not hmac.compare_digest(mac, hmac.new(secret, body, hashlib.sha256).digest()):
+        raise LinkError("download link signature does not match")
+    data = json.loads(body)
+    if (time.time() if now is None else now) > data["e"]:
+        raise LinkError("download link has expired", expired=True)
+    return str(data["k"]), str(data["f"])
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

@@ -1,0 +1,98 @@
+"""Object stores: where CSV files live, first as a temp object, then published at their key.
+
+`open_object_store(url)` picks the backend: `file:///path` (a local directory, the embedded
+default) or `s3://bucket/prefix?endpoint_url=...` (any S3-compatible store). Publishing is
+atomic and never overwrites: a job's object appears complete at its key or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import BinaryIO, Protocol
+
+
+class ObjectStoreError(Exception):
+    pass
+
+
+class ObjectExistsError(ObjectStoreError):
+    """Publishing would overwrite an object: a job never gets a second object."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectInfo:
+    key: str
+    size: int
+    modified: datetime
+
+
+class TempObject(Protocol):
+    key: str
+
+    def write(self, data: bytes) -> None: ...
+
+    def publish(self) -> None:
+        """Make the written bytes visible at the final key, all at once; never overwrite."""
+        ...
+
+    def abort(self) -> None:
+        """Drop everything written; idempotent."""
+        ...
+
+
+class ObjectStore(Protocol):
+    url: str
+
+    def create_temp(self, job_id: int, token: int, final_key: str) -> TempObject:
+        """A new temp object for one run (lease token) of a job, to be published at final_key."""
+        ...
+
+    def stat(self, key: str) -> ObjectInfo | None: ...
+
+    def read(self, key: str) -> BinaryIO: ...
+
+    def delete(self, key: str) -> None:
+        """Delete a published object or abort a temp object by its key; idempotent."""
+        ...
+
+    def list_objects(self) -> Iterator[ObjectInfo]:
+        """Every published object and every temp object, temp keys included."""
+        ...
+
+    def download_url(self, key: str, file_name: str, expires_in: int) -> str: ...
+
+
+def final_key(job_id: int, file_name: str) -> str:
+    return f"exports/{job_id}/{file_name}"
+
+
+_JOB_IN_KEY = re.compile(
+    r"^(?:exports/(\d+)/|tmp/(\d+)\.\d+\.part$|multipart/[^/]+/exports/(\d+)/)"
+)
+
+
+def job_of(key: str) -> int | None:
+    """The job a key belongs to, from the key alone."""
+    match = _JOB_IN_KEY.match(key)
+    if match is None:
+        return None
+    return int(next(group for group in match.groups() if group is not None))
+
+
+def is_temp(key: str) -> bool:
+    return key.startswith(("tmp/", "multipart/"))
+
+
+def open_object_store(url: str, *, link_secret: bytes = b"") -> ObjectStore:
+    if url.startswith("file://"):
+        from reportexport.objects.local import LocalObjectStore
+
+        return LocalObjectStore(url, link_secret=link_secret)
+    if url.startswith("s3://"):
+        from reportexport.objects.s3 import S3ObjectStore
+
+        return S3ObjectStore(url)
+    raise ValueError(f"unsupported object store URL {url!r}: use file:///path or s3://bucket")

@@ -1,0 +1,120 @@
+"""A local directory as the object store: temp files renamed into place, never overwritten."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from reportexport.links import sign_download
+from reportexport.objects import ObjectExistsError, ObjectInfo
+
+
+def local_root(url: str) -> Path:
+    if not url.startswith("file://"):
+        raise ValueError(f"local object stores look like file:///path, not {url!r}")
+    return Path(url[len("file://") :])
+
+
+class LocalTempObject:
+    def __init__(self, root: Path, key: str, final_key: str) -> None:
+        self.root = root
+        self.key = key
+        self.final_key = final_key
+        self.path = root / key
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: BinaryIO | None = open(self.path, "xb")  # noqa: SIM115 - held until publish
+
+    def write(self, data: bytes) -> None:
+        if self._file is None:
+            raise ValueError(f"temp object {self.key} is closed")
+        self._file.write(data)
+
+    def publish(self) -> None:
+        if self._file is None:
+            raise ValueError(f"temp object {self.key} is closed")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        self._file = None
+        final_key = self.final_key
+        target = self.root / final_key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(self.path, target)  # atomic, and fails rather than replace an object
+        except FileExistsError:
+            raise ObjectExistsError(f"an object already exists at {final_key}") from None
+        os.unlink(self.path)
+        _fsync_dir(target.parent)
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.path.unlink(missing_ok=True)
+
+
+class LocalObjectStore:
+    def __init__(self, url: str, *, link_secret: bytes = b"") -> None:
+        self.url = url
+        self.root = local_root(url)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.link_secret = link_secret
+
+    def create_temp(self, job_id: int, token: int, final_key: str) -> LocalTempObject:
+        return LocalTempObject(self.root, f"tmp/{job_id}.{token}.part", final_key)
+
+    def stat(self, key: str) -> ObjectInfo | None:
+        path = self._path(key)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return None
+        return ObjectInfo(
+            key=key, size=st.st_size, modified=datetime.fromtimestamp(st.st_mtime, UTC)
+        )
+
+    def read(self, key: str) -> BinaryIO:
+        return open(self._path(key), "rb")
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        if key.startswith("exports/"):
+            with contextlib.suppress(OSError):  # not empty, or already gone
+                path.parent.rmdir()
+
+    def list_objects(self) -> Iterator[ObjectInfo]:
+        for folder in ("exports", "tmp"):
+            base = self.root / folder
+            if not base.exists():
+                continue
+            for path in sorted(base.rglob("*")):
+                if path.is_file():
+                    key = path.relative_to(self.root).as_posix()
+                    info = self.stat(key)
+                    if info is not None:
+                        yield info
+
+    def download_url(self, key: str, file_name: str, expires_in: int) -> str:
+        """A link the service itself serves: /api/downloads/<signed token>."""
+        if not self.link_secret:
+            raise ValueError("the local object store needs a link secret to sign downloads")
+        return "/api/downloads/" + sign_download(self.link_secret, key, file_name, expires_in)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise ValueError(f"key {key!r} leaves the object store")
+        return path
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

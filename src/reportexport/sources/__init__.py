@@ -1,0 +1,127 @@
+"""Sources: where saved queries run. Each streams CSV bytes of our dialect into a sink.
+
+A source is picked by its URL (`duckdb:///`, `postgresql://`, `sqlite:///`); drivers are
+imported only by the source that needs them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from reportexport.catalog import SourceConfig
+from reportexport.csvformat import Column, CsvOptions
+
+
+class SourceError(Exception):
+    """A failure of the query, with a message safe to show the user; `code` names the kind."""
+
+    code = "query_error"
+
+
+class QueryTimeoutError(SourceError):
+    code = "timeout"
+
+
+class SourceUnavailableError(SourceError):
+    code = "source_unavailable"
+
+
+class ExportCanceledError(Exception):
+    """The export was stopped on purpose (cancel, shutdown or a limit); `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CancelToken:
+    """Stops a running export: sets a flag and runs the hooks a source registered."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hooks: list[Callable[[], None]] = []
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.reason is not None
+
+    def cancel(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is not None:
+                return
+            self.reason = reason
+            hooks = list(self._hooks)
+        for hook in hooks:
+            hook()
+
+    def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Run `hook` on cancel (at once if already cancelled); returns an unregister function."""
+        with self._lock:
+            already = self.reason is not None
+            if not already:
+                self._hooks.append(hook)
+        if already:
+            hook()
+
+        def unregister() -> None:
+            with self._lock:
+                if hook in self._hooks:
+                    self._hooks.remove(hook)
+
+        return unregister
+
+    def raise_if_cancelled(self) -> None:
+        if self.reason is not None:
+            raise ExportCanceledError(self.reason)
+
+
+class Sink(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exported:
+    rows: int | None
+    columns: tuple[str, ...]
+
+
+class Source(Protocol):
+    def describe(self, sql: str, params: Mapping[str, Any]) -> list[Column]: ...
+
+    def export(
+        self,
+        sql: str,
+        params: Mapping[str, Any],
+        options: CsvOptions,
+        sink: Sink,
+        cancel: CancelToken,
+    ) -> Exported:
+        """Run the query read-only and write header and rows, in our dialect, to `sink`."""
+        ...
+
+
+def open_source(config: SourceConfig) -> Source:
+    if config.url.startswith("duckdb:"):
+        from reportexport.sources.duckdb import DuckdbSource
+
+        return DuckdbSource(config)
+    if config.url.startswith(("postgresql:", "postgres:")):
+        from reportexport.sources.postgres import PostgresSource
+
+        return PostgresSource(config)
+    if config.url.startswith("sqlite:"):
+        from reportexport.sources.sqlite import SqliteSource
+
+        return SqliteSource(config)
+    raise ValueError(f"unsupported source URL {config.url!r}")
+
+
+def file_path(url: str, scheme: str) -> str:
+    prefix = f"{scheme}:///"
+    if not url.startswith(prefix):
+        raise ValueError(f"{scheme} URLs look like {prefix}path, not {url!r}")
+    return url[len(prefix) :]

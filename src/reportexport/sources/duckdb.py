@@ -1,0 +1,203 @@
+"""DuckDB, the embedded default: its own CSV writer streams through a FIFO into the sink.
+
+DuckDB's `COPY (query) TO` is its fastest CSV path; writing to a named pipe that this process
+reads keeps it streaming, so memory stays bounded, bytes are hashed and counted as they pass,
+and a cancel or timeout stops it with `interrupt()`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import duckdb
+
+from reportexport.catalog import SourceConfig
+from reportexport.csvformat import Column, CsvOptions, projection
+from reportexport.sources import (
+    CancelToken,
+    Exported,
+    QueryTimeoutError,
+    Sink,
+    SourceError,
+    SourceUnavailableError,
+    file_path,
+)
+from reportexport.sqlparams import render
+
+CHUNK = 1 << 20
+
+
+def column_kind(type_name: str) -> str:
+    name = type_name.upper()
+    if name == "BOOLEAN":
+        return "boolean"
+    if re.fullmatch(r"U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|UHUGEINT", name):
+        return "integer"
+    if name.startswith("DECIMAL") or name.startswith("NUMERIC"):
+        return "decimal"
+    if name in ("FLOAT", "DOUBLE", "REAL"):
+        return "float"
+    if name == "DATE":
+        return "date"
+    if name in ("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ"):
+        return "timestamptz"
+    if name.startswith("TIMESTAMP"):
+        return "timestamp"
+    return "text"
+
+
+class DuckdbSource:
+    def __init__(self, config: SourceConfig) -> None:
+        self.config = config
+        self.path = file_path(config.url, "duckdb")
+
+    def _connect(self, options: CsvOptions | None = None) -> duckdb.DuckDBPyConnection:
+        if not os.path.exists(self.path):
+            raise SourceUnavailableError(f"the source {self.config.name!r} has no database file")
+        settings: dict[str, str | bool | int | float | list[str]] = {
+            "memory_limit": self.config.memory_limit
+        }
+        try:
+            con = duckdb.connect(self.path, read_only=True, config=settings)
+        except duckdb.Error as exc:
+            raise SourceUnavailableError(f"source {self.config.name!r}: {exc}") from exc
+        if options is not None:
+            con.execute("SET TimeZone = $tz", {"tz": options.time_zone})
+        return con
+
+    def describe(self, sql: str, params: Mapping[str, Any]) -> list[Column]:
+        con = self._connect()
+        try:
+            return self._describe(con, sql, params)
+        finally:
+            con.close()
+
+    def _describe(
+        self, con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any]
+    ) -> list[Column]:
+        try:
+            relation = con.execute(f"SELECT * FROM ({render(sql, '${name}')}) AS q LIMIT 0", params)
+        except duckdb.Error as exc:
+            raise SourceError(_message(exc)) from exc
+        return [Column(d[0], column_kind(str(d[1]))) for d in relation.description or ()]
+
+    def export(
+        self,
+        sql: str,
+        params: Mapping[str, Any],
+        options: CsvOptions,
+        sink: Sink,
+        cancel: CancelToken,
+    ) -> Exported:
+        con = self._connect(options)
+        timed_out = threading.Event()
+
+        def on_timeout() -> None:
+            timed_out.set()
+            con.interrupt()
+
+        timer = threading.Timer(self.config.statement_timeout_seconds, on_timeout)
+        unregister = cancel.on_cancel(con.interrupt)
+        folder = tempfile.mkdtemp(prefix="reportexport-duckdb-")
+        fifo = os.path.join(folder, "out.csv")
+        os.mkfifo(fifo, 0o600)
+        reader = _FifoReader(fifo, sink, on_failure=con.interrupt)
+        try:
+            columns = self._describe(con, sql, params)
+            query = projection(render(sql, "${name}"), columns, options, "duckdb")
+            newline = "\\r\\n" if options.line_ending == "crlf" else "\\n"
+            delimiter = options.delimiter_char
+            # COMMENT '': DuckDB would otherwise quote every value that holds a '#'.
+            copy = (
+                f"COPY ({query}) TO '{fifo}' (FORMAT csv, HEADER, DELIMITER '{delimiter}', "
+                f"QUOTE '\"', ESCAPE '\"', NULLSTR '', COMMENT '', NEW_LINE '{newline}')"
+            )
+            reader.start()
+            timer.start()
+            try:
+                rows = con.execute(copy, params).fetchone()
+            except duckdb.Error as exc:
+                reader.abandon()
+                reader.join()
+                if reader.failure is not None:
+                    raise reader.failure from exc
+                cancel.raise_if_cancelled()
+                if timed_out.is_set():
+                    raise QueryTimeoutError(
+                        f"the query ran longer than {self.config.statement_timeout_seconds:g} s"
+                    ) from exc
+                raise SourceError(_message(exc)) from exc
+            reader.join()
+            if reader.failure is not None:
+                raise reader.failure
+            cancel.raise_if_cancelled()
+            return Exported(
+                rows=int(rows[0]) if rows else None, columns=tuple(c.name for c in columns)
+            )
+        finally:
+            timer.cancel()
+            unregister()
+            reader.abandon()
+            reader.join()
+            con.close()
+            os.unlink(fifo)
+            os.rmdir(folder)
+
+
+class _FifoReader(threading.Thread):
+    """Reads the FIFO DuckDB writes into, and hands each chunk to the sink."""
+
+    def __init__(self, path: str, sink: Sink, *, on_failure: Any) -> None:
+        super().__init__(name="duckdb-fifo-reader", daemon=True)
+        self.path = path
+        self.sink = sink
+        self.on_failure = on_failure
+        self.failure: BaseException | None = None
+        self._opened = threading.Event()
+        self._began = False
+
+    def start(self) -> None:
+        self._began = True
+        super().start()
+
+    def run(self) -> None:
+        with open(self.path, "rb", buffering=0) as fifo:
+            self._opened.set()
+            while chunk := fifo.read(CHUNK):
+                if self.failure is not None:
+                    continue  # keep draining so DuckDB is never stuck writing
+                try:
+                    self.sink.write(chunk)
+                except BaseException as exc:  # a limit, a cancel, the object store
+                    self.failure = exc
+                    self.on_failure()
+
+    def abandon(self) -> None:
+        """Unblock a reader still waiting for DuckDB to open the FIFO (it never will).
+
+        Opening the write end without blocking fails until the reader has opened its end,
+        so keep trying while the reader lives and has not opened it.
+        """
+        while self._began and self.is_alive() and not self._opened.is_set():
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.001)
+                continue
+            os.close(fd)
+            return
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._began:
+            super().join(timeout)
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

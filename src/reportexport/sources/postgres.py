@@ -1,0 +1,161 @@
+"""PostgreSQL, streamed with `COPY (query) TO STDOUT` on synchronous psycopg.
+
+COPY takes no bind parameters, so validated values go through psycopg's typed literal
+adaptation (`sql.Literal`), never string formatting. The query runs in a read-only
+transaction with a statement timeout; a cancel uses the protocol's cancel request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from reportexport.catalog import SourceConfig
+from reportexport.csvformat import Column, CsvOptions, projection
+from reportexport.sources import (
+    CancelToken,
+    Exported,
+    QueryTimeoutError,
+    Sink,
+    SourceError,
+    SourceUnavailableError,
+)
+from reportexport.sqlparams import Param, split_sql
+
+# Type OIDs from pg_type; anything else is written as its text form.
+_KINDS = {
+    16: "boolean",
+    20: "integer",
+    21: "integer",
+    23: "integer",
+    26: "integer",
+    1700: "decimal",
+    700: "float",
+    701: "float",
+    1082: "date",
+    1114: "timestamp",
+    1184: "timestamptz",
+    25: "text",
+    1043: "text",
+    1042: "text",
+    19: "text",
+}
+
+
+_MARK = "\x00query\x00"
+
+
+def composed(query: str, params: Mapping[str, Any]) -> sql.Composed:
+    """The query with each :name replaced by a typed literal of its validated value."""
+    parts: list[sql.Composable] = []
+    for segment in split_sql(query):
+        if isinstance(segment, Param):
+            parts.append(sql.Literal(params[segment.name]))
+        else:
+            parts.append(sql.SQL(segment))  # braces mean nothing outside .format()
+    return sql.Composed(parts)
+
+
+class PostgresSource:
+    def __init__(self, config: SourceConfig) -> None:
+        self.config = config
+
+    def _connect(self, options: CsvOptions | None) -> psycopg.Connection[Any]:
+        try:
+            conn = psycopg.connect(self.config.url, connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            raise SourceUnavailableError(f"source {self.config.name!r} is unreachable") from exc
+        timeout_ms = int(self.config.statement_timeout_seconds * 1000)
+        conn.execute("SET TRANSACTION READ ONLY")
+        conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(timeout_ms)))
+        conn.execute("SET LOCAL DateStyle = 'ISO, YMD'")
+        conn.execute("SET LOCAL IntervalStyle = 'iso_8601'")
+        conn.execute("SET LOCAL extra_float_digits = 1")
+        if options is not None:
+            conn.execute(sql.SQL("SET LOCAL TIME ZONE {}").format(sql.Literal(options.time_zone)))
+        return conn
+
+    def describe(self, query: str, params: Mapping[str, Any]) -> list[Column]:
+        with self._connect(None) as conn:
+            return self._describe(conn, query, params)
+
+    def _describe(
+        self, conn: psycopg.Connection[Any], query: str, params: Mapping[str, Any]
+    ) -> list[Column]:
+        probe = sql.SQL("SELECT * FROM ({}) AS q LIMIT 0").format(composed(query, params))
+        try:
+            cursor = conn.execute(probe)
+        except psycopg.Error as exc:
+            raise _translated(exc) from exc
+        return [Column(d.name, _KINDS.get(d.type_code, "other")) for d in cursor.description or ()]
+
+    def export(
+        self,
+        query: str,
+        params: Mapping[str, Any],
+        options: CsvOptions,
+        sink: Sink,
+        cancel: CancelToken,
+    ) -> Exported:
+        conn = self._connect(options)
+        unregister = cancel.on_cancel(conn.cancel_safe)
+        try:
+            columns = self._describe(conn, query, params)
+            before, after = projection(_MARK, columns, options, "postgres").split(_MARK)
+            statement = sql.Composed([
+                sql.SQL("COPY (" + before),
+                composed(query, params),
+                sql.SQL(after + ") TO STDOUT (FORMAT csv, HEADER, NULL '', DELIMITER "),
+                sql.Literal(options.delimiter_char),
+                sql.SQL(")"),
+            ])  # fmt: skip
+            crlf = _CrlfWriter(sink) if options.line_ending == "crlf" else None
+            with conn.cursor() as cursor, cursor.copy(statement) as copy:
+                for chunk in copy:
+                    (crlf or sink).write(bytes(chunk))
+                rows = cursor.rowcount
+            cancel.raise_if_cancelled()
+            return Exported(
+                rows=rows if rows >= 0 else None, columns=tuple(c.name for c in columns)
+            )
+        except psycopg.Error as exc:
+            cancel.raise_if_cancelled()
+            raise _translated(exc) from exc
+        finally:
+            unregister()
+            conn.close()
+
+
+class _CrlfWriter:
+    """PostgreSQL's COPY writes LF only: turn record ends, not LFs inside quotes, into CRLF."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.quoted = False
+
+    def write(self, data: bytes) -> None:
+        if not self.quoted and b'"' not in data:
+            self.sink.write(data.replace(b"\n", b"\r\n"))
+            return
+        out = bytearray()
+        start = 0
+        for index, byte in enumerate(data):
+            if byte == 0x22:
+                self.quoted = not self.quoted
+            elif byte == 0x0A and not self.quoted:
+                out += data[start:index] + b"\r\n"
+                start = index + 1
+        out += data[start:]
+        self.sink.write(bytes(out))
+
+
+def _translated(exc: psycopg.Error) -> SourceError:
+    if isinstance(exc, psycopg.errors.QueryCanceled) and "statement timeout" in str(exc):
+        return QueryTimeoutError("the query ran longer than the source's statement timeout")
+    if isinstance(exc, psycopg.OperationalError):
+        return SourceUnavailableError("the source connection failed during the export")
+    primary = exc.diag.message_primary if exc.diag else None
+    return SourceError(primary or str(exc).strip().splitlines()[0])
