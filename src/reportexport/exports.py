@@ -17,7 +17,7 @@ from typing import Any
 
 from reportexport.catalog import Limits, SavedQuery
 from reportexport.csvformat import CsvOptions
-from reportexport.objects import TempObject
+from reportexport.objects import ObjectStore, TempObject
 from reportexport.parameters import ParamSpec, decode, encode, validate
 from reportexport.sources import CancelToken, Source
 from reportexport.store.records import Job, JobId, NewJob
@@ -177,3 +177,31 @@ def run_export(
         columns=exported.columns,
         file_name=spec.file_name,
     )
+
+
+def verify_published(job: Job, objects: ObjectStore) -> list[str]:
+    """What is wrong with a succeeded job's object (missing, size, SHA-256); empty if right.
+
+    The `write_csv_object` side effect runs this: the object was published before the job
+    became `succeeded`, so a mismatch is an alarm, never a reason to run the job again.
+    """
+    if job.object_key is None:
+        return ["the job records no object"]
+    info = objects.stat(job.object_key)
+    if info is None:
+        return [f"no object at {job.object_key}"]
+    problems = []
+    if job.object_bytes is not None and info.size != job.object_bytes:
+        problems.append(
+            f"{job.object_key} has {info.size} bytes, the job records {job.object_bytes}"
+        )
+    digest = hashlib.sha256()
+    with objects.read(job.object_key) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    actual = digest.hexdigest()
+    if actual != job.object_sha256:
+        problems.append(
+            f"{job.object_key} has SHA-256 {actual}, the job records {job.object_sha256}"
+        )
+    return problems

@@ -209,3 +209,22 @@ def test_an_expired_object_is_swept_and_its_job_stays_succeeded(
     assert report.deleted == {job.object_key: "past its retention"}
     assert jobs_db.get_job(job.id).job.status == "succeeded"  # type: ignore[arg-type]
     assert list(object_store.list_objects()) == []
+
+
+def test_a_published_object_verifies_and_a_tampered_one_does_not(
+    jobs_db: Database, catalog: Catalog, object_store: ObjectStore, worker_factory: Any
+) -> None:
+    from reportexport.exports import verify_published
+
+    worker_factory(object_store)
+    job = finished(jobs_db, submit(jobs_db, catalog, "typed_duckdb"))
+    assert verify_published(job, object_store) == []
+    object_store.delete(job.object_key or "")
+    temp = object_store.create_temp(job.id, 99, job.object_key or "")
+    temp.write(b"not the export")
+    temp.publish()
+    problems = verify_published(job, object_store)
+    assert any("bytes" in p for p in problems)
+    assert any("SHA-256" in p for p in problems)
+    object_store.delete(job.object_key or "")
+    assert verify_published(job, object_store) == [f"no object at {job.object_key}"]
