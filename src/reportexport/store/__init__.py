@@ -8,6 +8,7 @@ what workers do. `open_store(url)` picks the backend from the URL (`sqlite:///pa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from reportexport.graph import Graph
@@ -20,6 +21,7 @@ from reportexport.store.errors import (
 )
 from reportexport.store.records import (
     Claim,
+    ClaimedEffect,
     Job,
     JobDetail,
     JobFilter,
@@ -29,12 +31,17 @@ from reportexport.store.records import (
     NewJob,
     Outcome,
     PublishedObject,
+    SideEffect,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 from reportexport.store.schema import SchemaStatus
 
 __all__ = [
     "Claim",
+    "ClaimedEffect",
     "Database",
+    "EffectStore",
     "Job",
     "JobDetail",
     "JobFilter",
@@ -51,6 +58,7 @@ __all__ = [
     "StaleStatusError",
     "StoreError",
     "UnsupportedDatabaseError",
+    "WebhookEndpoints",
     "open_database",
 ]
 
@@ -105,7 +113,67 @@ class JobQueue(Protocol):
         ...
 
 
-class Database(JobStore, JobQueue, Protocol):
+class EffectStore(Protocol):
+    """What effects runners do to side-effect rows; every write is fenced by the claim token."""
+
+    def claim_side_effects(
+        self, runner: str, *, limit: int, now: datetime, claim_until: datetime
+    ) -> list[ClaimedEffect]: ...
+
+    def complete_side_effect(
+        self, claimed: ClaimedEffect, *, now: datetime, note: str | None
+    ) -> bool: ...
+
+    def retry_side_effect(
+        self,
+        claimed: ClaimedEffect,
+        *,
+        now: datetime,
+        error: str,
+        next_attempt_at: datetime,
+        give_up: bool,
+    ) -> bool: ...
+
+    def redrive_side_effect(self, job_id: int, effect: str, *, now: datetime) -> bool: ...
+
+    def given_up_side_effects(self, limit: int = 100) -> list[SideEffect]: ...
+
+
+class WebhookEndpoints(Protocol):
+    """Where events go: an owner's endpoints and the optional global one."""
+
+    def add_webhook_endpoint(
+        self, *, owner: str | None, url: str, secret: str
+    ) -> WebhookEndpoint: ...
+
+    def list_webhook_endpoints(self, owner: str | None = None) -> list[WebhookEndpoint]: ...
+
+    def get_webhook_endpoint(self, endpoint_id: int) -> WebhookEndpoint: ...
+
+    def rotate_webhook_secret(
+        self, endpoint_id: int, *, secret: str, until: datetime
+    ) -> WebhookEndpoint: ...
+
+    def disable_webhook_endpoint(self, endpoint_id: int, *, now: datetime, reason: str) -> bool: ...
+
+    def webhook_endpoints_for(self, owner: str) -> list[WebhookEndpoint]: ...
+
+    def record_delivery(
+        self,
+        job_id: int,
+        effect: str,
+        endpoint_id: int,
+        *,
+        now: datetime,
+        status: int | None,
+        error: str | None,
+        delivered: bool,
+    ) -> None: ...
+
+    def webhook_deliveries(self, job_id: int) -> list[WebhookDelivery]: ...
+
+
+class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Protocol):
     """A backend plays both roles and can build and check its own schema."""
 
     url: str

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -21,6 +22,7 @@ from psycopg_pool import ConnectionPool
 from reportexport.graph import Graph
 from reportexport.graph_sql import postgres_graph_sql
 from reportexport.job_status import check_transition
+from reportexport.store.effects import EffectsQueries
 from reportexport.store.errors import (
     JobNotFoundError,
     StaleStatusError,
@@ -65,7 +67,9 @@ SERVICE_GRANTS = (
 )
 
 
-class PostgresDatabase:
+class PostgresDatabase(EffectsQueries):
+    text_encoded = False
+
     def __init__(
         self, url: str, graph: Graph, *, pool_size: int = 8, connect_timeout: float = 10.0
     ) -> None:
@@ -304,6 +308,16 @@ class PostgresDatabase:
             for _ in self._listener.notifies(timeout=timeout, stop_after=1):
                 return True
         return False
+
+    # -- EffectsQueries hooks ------------------------------------------------------------------
+
+    def _fetch(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        with self._tx() as conn:
+            cursor = conn.execute(SQL[name], dict(params))
+            return cursor.fetchall() if cursor.description else []
+
+    def _timestamp(self, moment: datetime) -> datetime:
+        return moment
 
     # -- helpers ---------------------------------------------------------------------------
 

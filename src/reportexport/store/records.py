@@ -89,6 +89,52 @@ class SideEffect:
     given_up_at: datetime | None
     claimed_by: str | None
     claim_expires_at: datetime | None
+    claim_token: int
+    redrives: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimedEffect:
+    """A side-effect row claimed by a runner; its claim token fences the runner's writes."""
+
+    effect: SideEffect
+    runner: str
+
+    @property
+    def token(self) -> int:
+        return self.effect.claim_token
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookEndpoint:
+    id: int
+    owner: str | None
+    url: str
+    secret: str
+    previous_secret: str | None
+    previous_secret_until: datetime | None
+    created_at: datetime
+    disabled_at: datetime | None
+    disabled_reason: str | None
+
+    def secrets(self, now: datetime) -> list[str]:
+        """The secrets that sign now: the current one, and the previous during the overlap."""
+        keys = [self.secret]
+        if self.previous_secret and self.previous_secret_until and self.previous_secret_until > now:
+            keys.append(self.previous_secret)
+        return keys
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookDelivery:
+    job_id: JobId
+    effect: str
+    endpoint_id: int
+    attempts: int
+    last_attempt_at: datetime | None
+    last_status: int | None
+    last_error: str | None
+    delivered_at: datetime | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,13 +204,14 @@ class Outcome:
 
 TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type))
-    for cls in (Job, HistoryEntry, SideEffect)
+    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery)
 }
 JSON_FIELDS = frozenset({"parameters", "options", "columns"})
 
 
 FIELD_NAMES: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls)) for cls in (Job, HistoryEntry, SideEffect)
+    cls: tuple(f.name for f in fields(cls))
+    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery)
 }
 
 

@@ -13,13 +13,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import sqlite_graph_sql
 from reportexport.job_status import check_transition
+from reportexport.store.effects import EffectsQueries
 from reportexport.store.errors import (
     JobNotFoundError,
     StaleStatusError,
@@ -66,7 +67,9 @@ def _seconds(value: float) -> str:
     return f"{value:+.3f} seconds"
 
 
-class SqliteDatabase:
+class SqliteDatabase(EffectsQueries):
+    text_encoded = True
+
     def __init__(self, url: str, graph: Graph) -> None:
         self.url = url
         self.graph = graph
@@ -295,6 +298,18 @@ class SqliteDatabase:
             if conn.execute("PRAGMA data_version").fetchone()[0] != start:
                 return True
         return False
+
+    # -- EffectsQueries hooks ------------------------------------------------------------------
+
+    def _fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+        with self._write() as conn:
+            rows: list[sqlite3.Row] = conn.execute(SQL[name], dict(params)).fetchall()
+        return [dict(zip(row.keys(), row, strict=True)) for row in rows]
+
+    def _timestamp(self, moment: datetime) -> str:
+        """As the schema stores moments: UTC, milliseconds, a Z."""
+        utc = moment.astimezone(UTC)
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
     # -- helpers ---------------------------------------------------------------------------
 

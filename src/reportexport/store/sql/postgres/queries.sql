@@ -104,3 +104,98 @@ UPDATE jobs
  WHERE status = 'running'
    AND lease_expires_at < clock_timestamp() - make_interval(secs => %(grace)s)
 RETURNING id;
+
+-- claim_side_effects --
+-- Claim up to %(limit)s due side-effect rows for a runner under a new claim token.
+WITH picked AS (
+    SELECT job_id, effect FROM job_side_effects
+     WHERE completed_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= %(now)s
+       AND (claim_expires_at IS NULL OR claim_expires_at <= %(now)s)
+     ORDER BY next_attempt_at, id
+     LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+)
+UPDATE job_side_effects e
+   SET claimed_by = %(runner)s, claim_token = e.claim_token + 1,
+       claim_expires_at = %(claim_until)s
+  FROM picked
+ WHERE e.job_id = picked.job_id AND e.effect = picked.effect
+RETURNING e.*;
+
+-- complete_side_effect --
+-- The claimed row is done (fenced by its claim token); a note is kept in last_error.
+UPDATE job_side_effects
+   SET completed_at = %(now)s, attempts = attempts + 1, last_attempt_at = %(now)s,
+       last_error = %(note)s, claimed_by = NULL, claim_expires_at = NULL
+ WHERE job_id = %(job_id)s AND effect = %(effect)s AND claim_token = %(token)s
+   AND completed_at IS NULL
+RETURNING job_id;
+
+-- retry_side_effect --
+-- The claimed row failed: count the attempt, keep the error, schedule or give up.
+UPDATE job_side_effects
+   SET attempts = attempts + 1, last_attempt_at = %(now)s, last_error = %(error)s,
+       next_attempt_at = %(next_attempt_at)s,
+       given_up_at = CASE WHEN %(give_up)s::boolean THEN %(now)s ELSE NULL END,
+       claimed_by = NULL, claim_expires_at = NULL
+ WHERE job_id = %(job_id)s AND effect = %(effect)s AND claim_token = %(token)s
+   AND completed_at IS NULL
+RETURNING job_id;
+
+-- redrive_side_effect --
+-- An operator re-drives a given-up row: due now, with a fresh allowance of attempts.
+UPDATE job_side_effects
+   SET given_up_at = NULL, next_attempt_at = %(now)s, redrives = redrives + 1
+ WHERE job_id = %(job_id)s AND effect = %(effect)s AND given_up_at IS NOT NULL
+RETURNING job_id;
+
+-- given_up_side_effects --
+-- Rows that ran out of attempts, most recent first.
+SELECT * FROM job_side_effects WHERE given_up_at IS NOT NULL
+ ORDER BY given_up_at DESC LIMIT %(limit)s;
+
+-- add_webhook_endpoint --
+-- Register an endpoint for an owner (or the global one, with owner NULL).
+INSERT INTO webhook_endpoints (owner, url, secret) VALUES (%(owner)s, %(url)s, %(secret)s)
+RETURNING *;
+
+-- list_webhook_endpoints --
+-- Endpoints of an owner, or every endpoint when owner is NULL.
+SELECT * FROM webhook_endpoints WHERE (%(owner)s::text IS NULL OR owner = %(owner)s) ORDER BY id;
+
+-- get_webhook_endpoint --
+-- One endpoint by id.
+SELECT * FROM webhook_endpoints WHERE id = %(id)s;
+
+-- rotate_webhook_secret --
+-- A new secret; the previous one keeps signing until %(until)s.
+UPDATE webhook_endpoints
+   SET previous_secret = secret, previous_secret_until = %(until)s, secret = %(secret)s
+ WHERE id = %(id)s AND disabled_at IS NULL
+RETURNING *;
+
+-- disable_webhook_endpoint --
+-- Stop sending to an endpoint (a 410 Gone, or an owner's request).
+UPDATE webhook_endpoints SET disabled_at = %(now)s, disabled_reason = %(reason)s
+ WHERE id = %(id)s AND disabled_at IS NULL
+RETURNING id;
+
+-- webhook_endpoints_for --
+-- The enabled endpoints an owner's events go to: theirs and the global one.
+SELECT * FROM webhook_endpoints
+ WHERE (owner = %(owner)s OR owner IS NULL) AND disabled_at IS NULL ORDER BY id;
+
+-- record_delivery --
+-- One delivery attempt to one endpoint; delivered_at is set once, at the first success.
+INSERT INTO webhook_deliveries
+       (job_id, effect, endpoint_id, attempts, last_attempt_at, last_status, last_error,
+        delivered_at)
+VALUES (%(job_id)s, %(effect)s, %(endpoint_id)s, 1, %(now)s, %(status)s, %(error)s,
+        CASE WHEN %(delivered)s::boolean THEN %(now)s::timestamptz END)
+ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
+   SET attempts = webhook_deliveries.attempts + 1, last_attempt_at = excluded.last_attempt_at,
+       last_status = excluded.last_status, last_error = excluded.last_error,
+       delivered_at = coalesce(webhook_deliveries.delivered_at, excluded.delivered_at);
+
+-- webhook_deliveries --
+-- Every endpoint's deliveries of a job's side effects.
+SELECT * FROM webhook_deliveries WHERE job_id = %(job_id)s ORDER BY effect, endpoint_id;

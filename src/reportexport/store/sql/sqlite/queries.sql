@@ -100,3 +100,93 @@ UPDATE jobs
  WHERE status = 'running'
    AND lease_expires_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :grace)
 RETURNING id;
+
+-- claim_side_effects --
+-- Claim up to :limit due side-effect rows for a runner under a new claim token.
+UPDATE job_side_effects
+   SET claimed_by = :runner, claim_token = claim_token + 1, claim_expires_at = :claim_until
+ WHERE id IN (SELECT id FROM job_side_effects
+               WHERE completed_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= :now
+                 AND (claim_expires_at IS NULL OR claim_expires_at <= :now)
+               ORDER BY next_attempt_at, id
+               LIMIT :limit)
+RETURNING *;
+
+-- complete_side_effect --
+-- The claimed row is done (fenced by its claim token); a note is kept in last_error.
+UPDATE job_side_effects
+   SET completed_at = :now, attempts = attempts + 1, last_attempt_at = :now,
+       last_error = :note, claimed_by = NULL, claim_expires_at = NULL
+ WHERE job_id = :job_id AND effect = :effect AND claim_token = :token
+   AND completed_at IS NULL
+RETURNING job_id;
+
+-- retry_side_effect --
+-- The claimed row failed: count the attempt, keep the error, schedule or give up.
+UPDATE job_side_effects
+   SET attempts = attempts + 1, last_attempt_at = :now, last_error = :error,
+       next_attempt_at = :next_attempt_at,
+       given_up_at = CASE WHEN :give_up THEN :now ELSE NULL END,
+       claimed_by = NULL, claim_expires_at = NULL
+ WHERE job_id = :job_id AND effect = :effect AND claim_token = :token
+   AND completed_at IS NULL
+RETURNING job_id;
+
+-- redrive_side_effect --
+-- An operator re-drives a given-up row: due now, with a fresh allowance of attempts.
+UPDATE job_side_effects
+   SET given_up_at = NULL, next_attempt_at = :now, redrives = redrives + 1
+ WHERE job_id = :job_id AND effect = :effect AND given_up_at IS NOT NULL
+RETURNING job_id;
+
+-- given_up_side_effects --
+-- Rows that ran out of attempts, most recent first.
+SELECT * FROM job_side_effects WHERE given_up_at IS NOT NULL
+ ORDER BY given_up_at DESC LIMIT :limit;
+
+-- add_webhook_endpoint --
+-- Register an endpoint for an owner (or the global one, with owner NULL).
+INSERT INTO webhook_endpoints (owner, url, secret) VALUES (:owner, :url, :secret)
+RETURNING *;
+
+-- list_webhook_endpoints --
+-- Endpoints of an owner, or every endpoint when owner is NULL.
+SELECT * FROM webhook_endpoints WHERE (:owner IS NULL OR owner = :owner) ORDER BY id;
+
+-- get_webhook_endpoint --
+-- One endpoint by id.
+SELECT * FROM webhook_endpoints WHERE id = :id;
+
+-- rotate_webhook_secret --
+-- A new secret; the previous one keeps signing until :until.
+UPDATE webhook_endpoints
+   SET previous_secret = secret, previous_secret_until = :until, secret = :secret
+ WHERE id = :id AND disabled_at IS NULL
+RETURNING *;
+
+-- disable_webhook_endpoint --
+-- Stop sending to an endpoint (a 410 Gone, or an owner's request).
+UPDATE webhook_endpoints SET disabled_at = :now, disabled_reason = :reason
+ WHERE id = :id AND disabled_at IS NULL
+RETURNING id;
+
+-- webhook_endpoints_for --
+-- The enabled endpoints an owner's events go to: theirs and the global one.
+SELECT * FROM webhook_endpoints
+ WHERE (owner = :owner OR owner IS NULL) AND disabled_at IS NULL ORDER BY id;
+
+-- record_delivery --
+-- One delivery attempt to one endpoint; delivered_at is set once, at the first success.
+INSERT INTO webhook_deliveries
+       (job_id, effect, endpoint_id, attempts, last_attempt_at, last_status, last_error,
+        delivered_at)
+VALUES (:job_id, :effect, :endpoint_id, 1, :now, :status, :error,
+        CASE WHEN :delivered THEN :now END)
+ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
+   SET attempts = attempts + 1, last_attempt_at = excluded.last_attempt_at,
+       last_status = excluded.last_status, last_error = excluded.last_error,
+       delivered_at = coalesce(delivered_at, excluded.delivered_at);
+
+-- webhook_deliveries --
+-- Every endpoint's deliveries of a job's side effects.
+SELECT * FROM webhook_deliveries WHERE job_id = :job_id ORDER BY effect, endpoint_id;

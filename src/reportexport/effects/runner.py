@@ -1,0 +1,120 @@
+"""The effects runner: carries out the side-effect rows written with terminal transitions.
+
+Rows are claimed with a lease and a token, like jobs, so several runners on several machines
+never handle one row at once; a runner that dies leaves its claim to expire and the row is
+handled again, by idempotent handlers, with the same webhook-id. Attempts, the next attempt
+time and the last error are numbers, timestamps and text on the row.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from reportexport.effects.backoff import RetryPolicy
+from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
+from reportexport.graph import Graph
+from reportexport.store import Database
+from reportexport.store.records import ClaimedEffect
+
+log = logging.getLogger("reportexport.effects")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerSettings:
+    runner_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-effects")
+    batch: int = 10
+    claim_seconds: float = 60.0
+    poll_seconds: float = 1.0
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+class EffectsRunner:
+    def __init__(
+        self,
+        db: Database,
+        context: Context,
+        graph: Graph,
+        settings: RunnerSettings | None = None,
+        *,
+        handlers: Mapping[str, Handler] = HANDLERS,
+        clock: Callable[[], datetime] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        check_handlers(graph, handlers)
+        self.db = db
+        self.context = context
+        self.settings = settings or RunnerSettings()
+        self.handlers = handlers
+        self.clock = clock or context.clock
+        self.rng = rng or random.Random()
+        self._stop = threading.Event()
+
+    def run_once(self) -> int:
+        """Claim the due rows and handle them; how many were handled."""
+        now = self.clock()
+        claims = self.db.claim_side_effects(
+            self.settings.runner_id,
+            limit=self.settings.batch,
+            now=now,
+            claim_until=now + timedelta(seconds=self.settings.claim_seconds),
+        )
+        for claimed in claims:
+            self._handle(claimed)
+        return len(claims)
+
+    def run_until_stopped(self) -> None:
+        while not self._stop.is_set():
+            try:
+                handled = self.run_once()
+            except Exception:
+                log.exception("claiming side effects failed")
+                handled = 0
+            if not handled:
+                self._stop.wait(self.settings.poll_seconds)
+
+    def run_until_signal(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: self._stop.set())
+        log.info("effects runner %s started", self.settings.runner_id)
+        self.run_until_stopped()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _handle(self, claimed: ClaimedEffect) -> None:
+        effect = claimed.effect
+        try:
+            job = self.db.get_job(effect.job_id).job
+            outcome = self.handlers[effect.effect](self.context, job, effect)
+        except Exception as exc:
+            log.exception("job %s: side effect %s failed", effect.job_id, effect.effect)
+            outcome = Outcome(done=False, note=f"{type(exc).__name__}: {exc}"[:1000])
+        now = self.clock()
+        if outcome.done:
+            self.db.complete_side_effect(claimed, now=now, note=outcome.note)
+            return
+        attempts = effect.attempts + 1
+        give_up = self.settings.policy.gives_up(attempts, effect.redrives)
+        delay = self.settings.policy.delay(attempts, self.rng, outcome.retry_after)
+        self.db.retry_side_effect(
+            claimed,
+            now=now,
+            error=outcome.note or "failed",
+            next_attempt_at=now + timedelta(seconds=delay),
+            give_up=give_up,
+        )
+        if give_up:
+            log.error("job %s: side effect %s given up after %s attempts",
+                      effect.job_id, effect.effect, attempts)  # fmt: skip
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,1 @@
+"""Signed webhooks (Standard Webhooks) sent only to destinations that pass the SSRF guard."""

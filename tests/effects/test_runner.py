@@ -1,0 +1,230 @@
+"""The effects runner against real stores and a real HTTP receiver on loopback."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from standardwebhooks import Webhook
+
+from reportexport.objects import ObjectStore
+from reportexport.store import Database
+from reportexport.webhooks.signing import new_secret
+from tests.effects.conftest import Clock, failed_job, make_runner, succeeded_job
+from tests.effects.receiver import Receiver
+
+
+def effects_of(db: Database, job_id: int) -> dict[str, Any]:
+    return {e.effect: e for e in db.get_job(job_id).side_effects}  # type: ignore[arg-type]
+
+
+def test_a_succeeded_export_sends_one_signed_event_to_the_owner_and_the_global_endpoint(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    mine = db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    everyone = db.add_webhook_endpoint(owner=None, url=receiver.url + "/all", secret=new_secret())
+    db.add_webhook_endpoint(owner="bob", url=receiver.url + "/bob", secret=new_secret())
+    job_id = succeeded_job(db, objects)
+    runner = make_runner(db, objects, http, clock)
+    assert runner.run_once() == 2
+    assert len(receiver.received) == 2
+    for delivery, endpoint in zip(receiver.received, (mine, everyone), strict=True):
+        event = Webhook(endpoint.secret).verify(delivery.body, delivery.headers)
+        assert delivery.headers["webhook-id"] == f"msg_{job_id}_emit_done_webhook"
+        assert event["type"] == "export.succeeded"
+        data = event["data"]
+        assert (data["job_id"], data["status"], data["rows"], data["bytes"]) == (
+            job_id, "succeeded", 1, 8
+        )  # fmt: skip
+        assert data["columns"] == ["a", "b"]
+        assert data["file_name"] == "orders.csv"
+        assert data["download_url"].startswith("http://127.0.0.1:8000/api/downloads/")
+        assert data["download_expires_at"]
+    effects = effects_of(db, job_id)
+    assert all(e.completed_at is not None and e.attempts == 1 for e in effects.values())
+    assert effects["write_csv_object"].last_error is None
+    assert runner.run_once() == 0  # nothing is sent twice
+
+
+def test_a_failed_export_sends_its_error(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    secret = new_secret()
+    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=secret)
+    failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    (delivery,) = receiver.received
+    event = Webhook(secret).verify(delivery.body, delivery.headers)
+    assert event["type"] == "export.failed"
+    assert (event["data"]["error_code"], event["data"]["error_message"]) == (
+        "query_error", "column x does not exist"
+    )  # fmt: skip
+    assert "download_url" not in event["data"]
+
+
+def test_a_receiver_that_fails_k_times_gets_the_event_on_attempt_k_plus_1(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    receiver.script = [(500, {}, 0.0)] * 3
+    job_id = failed_job(db)
+    runner = make_runner(db, objects, http, clock)
+    gaps = []
+    for attempt in range(1, 5):
+        assert runner.run_once() == 1
+        row = effects_of(db, job_id)["emit_failed_webhook"]
+        assert row.attempts == attempt
+        if row.completed_at is None:
+            gaps.append((row.next_attempt_at - row.last_attempt_at).total_seconds())
+            assert runner.run_once() == 0  # not due yet
+            clock.advance(gaps[-1])
+    assert effects_of(db, job_id)["emit_failed_webhook"].completed_at is not None
+    assert len(set(receiver.ids())) == 1
+    assert len(receiver.received) == 4
+    base = runner.settings.policy.base_seconds
+    for n, gap in enumerate(gaps, start=1):  # exponential with jitter: [half, all] of base*2^(n-1)
+        assert base * 2 ** (n - 1) / 2 <= gap <= base * 2 ** (n - 1)
+
+
+def test_retry_after_is_honoured(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    receiver.script = [(503, {"Retry-After": "600"}, 0.0)]
+    job_id = failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert (row.next_attempt_at - row.last_attempt_at).total_seconds() >= 600
+    assert row.last_error is not None
+    assert "HTTP 503" in row.last_error
+
+
+def test_a_redirect_is_not_followed(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    receiver.script = [(302, {"Location": "http://127.0.0.1:1/elsewhere"}, 0.0)]
+    job_id = failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert row.completed_at is None
+    assert "HTTP 302" in (row.last_error or "")
+
+
+def test_410_disables_the_endpoint(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    endpoint = db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    receiver.script = [(410, {}, 0.0)]
+    job_id = failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    assert db.get_webhook_endpoint(endpoint.id).disabled_at is not None
+    assert effects_of(db, job_id)["emit_failed_webhook"].completed_at is not None
+    failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    assert len(receiver.received) == 1  # the disabled endpoint gets nothing more
+
+
+def test_after_the_cap_a_row_stays_given_up_until_redriven(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    from reportexport.effects.backoff import RetryPolicy
+
+    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    receiver.script = [(500, {}, 0.0)] * 2
+    job_id = failed_job(db)
+    runner = make_runner(db, objects, http, clock, policy=RetryPolicy(max_attempts=2))
+    runner.run_once()
+    clock.advance(3600)
+    runner.run_once()
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert (row.attempts, row.given_up_at is not None) == (2, True)
+    clock.advance(10 * 3600)
+    assert runner.run_once() == 0  # given up: visible, not retried
+    assert db.given_up_side_effects()[0].job_id == job_id
+    assert db.redrive_side_effect(job_id, "emit_failed_webhook", now=clock())
+    assert runner.run_once() == 1
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert (row.attempts, row.redrives, row.completed_at is not None) == (3, 1, True)
+
+
+def test_a_rotated_secret_signs_with_both_during_the_overlap(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    from datetime import timedelta
+
+    old = new_secret()
+    endpoint = db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=old)
+    new = new_secret()
+    db.rotate_webhook_secret(endpoint.id, secret=new, until=clock() + timedelta(hours=1))
+    failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    (delivery,) = receiver.received
+    assert len(delivery.headers["webhook-signature"].split()) == 2  # both secrets sign
+    Webhook(old).verify(delivery.body, delivery.headers)
+    Webhook(new).verify(delivery.body, delivery.headers)
+
+
+def test_a_private_destination_is_refused_without_the_development_setting(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    from reportexport.effects.handlers import Context
+    from reportexport.effects.runner import EffectsRunner, RunnerSettings
+    from tests.effects.conftest import GRAPH
+
+    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    job_id = failed_job(db)
+    context = Context(store=db, objects=objects, client=http, clock=clock, allow_private=False)
+    EffectsRunner(db, context, GRAPH, RunnerSettings(), clock=clock).run_once()
+    assert receiver.received == []
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert "127.0.0.1 is loopback" in (row.last_error or "")
+
+
+def test_delete_temp_object_removes_a_canceled_jobs_temp_object(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock
+) -> None:
+    from tests.store.test_operations import new_job
+
+    job = db.create_job(new_job())[0]
+    (claim,) = db.claim_jobs("w", limit=1, lease_seconds=60)
+    temp = objects.create_temp(job.id, claim.lease.token, f"exports/{job.id}/x.csv")
+    temp.write(b"half")
+    db.record_progress(claim.lease, rows=None, bytes_written=4, temp_key=temp.key)
+    db.cancel_job(job.id, person="alice")
+    make_runner(db, objects, http, clock).run_once()
+    assert list(objects.list_objects()) == []
+    assert effects_of(db, job.id)["delete_temp_object"].completed_at is not None
+    temp.abort()
+
+
+def test_a_tampered_object_is_an_alarm_not_a_rerun(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock
+) -> None:
+    job_id = succeeded_job(db, objects)
+    key = db.get_job(job_id).job.object_key  # type: ignore[arg-type]
+    objects.delete(key or "")
+    make_runner(db, objects, http, clock).run_once()
+    row = effects_of(db, job_id)["write_csv_object"]
+    assert row.completed_at is not None
+    assert (row.last_error or "").startswith("ALARM: no object at")
+    assert db.get_job(job_id).job.status == "succeeded"  # type: ignore[arg-type]
+
+
+def test_no_endpoint_means_nothing_to_send(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock
+) -> None:
+    job_id = failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert (row.completed_at is not None, row.last_error) == (True, "no webhook endpoint")
+
+
+def test_payloads_are_json_with_the_fixture_status(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    failed_job(db)
+    make_runner(db, objects, http, clock).run_once()
+    assert json.loads(receiver.received[0].body)["data"]["status"] == "failed"
