@@ -7,11 +7,15 @@ import logging
 import shutil
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import httpx
 
 from reportexport import config
 from reportexport.catalog import Catalog, CatalogError, load_catalog
 from reportexport.demo import DEFAULT_ROWS, build_demo_database, write_demo_catalog
+from reportexport.effects.handlers import Context
 from reportexport.exports import new_export
 from reportexport.graph import load_graph
 from reportexport.objects import ObjectStore, open_object_store
@@ -179,3 +183,126 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{verb} {key}: {why}")
     print(f"{len(report.deleted)} {verb}, {report.kept} kept")
     return 0
+
+
+def effects_context(database: Database, objects: ObjectStore) -> Context:
+    return Context(
+        store=database,
+        objects=objects,
+        client=httpx.Client(timeout=10.0, follow_redirects=False),
+        allow_private=config.webhooks_allow_private(),
+        public_url=config.public_url(),
+    )
+
+
+def cmd_effects(args: argparse.Namespace) -> int:
+    from reportexport.effects.backoff import RetryPolicy
+    from reportexport.effects.runner import EffectsRunner, RunnerSettings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    database = _database(args)
+    settings = RunnerSettings(
+        batch=args.batch,
+        claim_seconds=args.claim_seconds,
+        policy=RetryPolicy(max_attempts=args.max_attempts),
+    )
+    context = effects_context(database, _objects(args))
+    try:
+        runner = EffectsRunner(database, context, load_graph(args.graph), settings)
+        if args.once:
+            while runner.run_once():
+                pass
+        else:
+            runner.run_until_signal()
+    except RuntimeError as exc:  # a handler missing for a fixture effect, or the reverse
+        print(f"reportexport effects: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        context.client.close()
+        database.close()
+    return 0
+
+
+def cmd_effects_given_up(args: argparse.Namespace) -> int:
+    database = _database(args)
+    try:
+        for row in database.given_up_side_effects():
+            print(f"job {row.job_id} {row.effect}: {row.attempts} attempts, given up at "
+                  f"{row.given_up_at:%Y-%m-%d %H:%M:%S}; last error: {row.last_error}")  # fmt: skip
+    finally:
+        database.close()
+    return 0
+
+
+def cmd_effects_redrive(args: argparse.Namespace) -> int:
+    database = _database(args)
+    try:
+        if not database.redrive_side_effect(args.job, args.effect, now=datetime.now(UTC)):
+            print(f"job {args.job} has no given-up side effect {args.effect!r}", file=sys.stderr)
+            return 1
+    finally:
+        database.close()
+    print(f"job {args.job} {args.effect}: due again")
+    return 0
+
+
+def cmd_webhooks_add(args: argparse.Namespace) -> int:
+    from reportexport.webhooks.signing import new_secret
+    from reportexport.webhooks.ssrf import UnsafeDestinationError, check_destination
+
+    try:
+        check_destination(args.url, allow_private=config.webhooks_allow_private())
+    except UnsafeDestinationError as exc:
+        print(f"reportexport webhooks: {exc}", file=sys.stderr)
+        return 2
+    database = _database(args)
+    try:
+        endpoint = database.add_webhook_endpoint(
+            owner=None if args.everyone else args.owner, url=args.url, secret=new_secret()
+        )
+    finally:
+        database.close()
+    print(f"endpoint {endpoint.id} for {endpoint.owner or 'every owner'}: {endpoint.url}")
+    print(f"secret (shown once): {endpoint.secret}")
+    return 0
+
+
+def cmd_webhooks_list(args: argparse.Namespace) -> int:
+    database = _database(args)
+    try:
+        for e in database.list_webhook_endpoints(args.owner):
+            state = (
+                f"disabled {e.disabled_at:%Y-%m-%d} ({e.disabled_reason})"
+                if e.disabled_at
+                else "enabled"
+            )
+            print(f"{e.id:5} {e.owner or '(global)':16} {state:10} {e.url}")
+    finally:
+        database.close()
+    return 0
+
+
+def cmd_webhooks_rotate(args: argparse.Namespace) -> int:
+    from reportexport.webhooks.signing import new_secret
+
+    database = _database(args)
+    try:
+        until = datetime.now(UTC) + timedelta(hours=args.overlap_hours)
+        endpoint = database.rotate_webhook_secret(args.id, secret=new_secret(), until=until)
+    finally:
+        database.close()
+    print(f"endpoint {endpoint.id}: new secret (shown once): {endpoint.secret}")
+    print(f"the previous secret signs too until {until:%Y-%m-%d %H:%M} UTC")
+    return 0
+
+
+def cmd_webhooks_remove(args: argparse.Namespace) -> int:
+    database = _database(args)
+    try:
+        removed = database.disable_webhook_endpoint(
+            args.id, now=datetime.now(UTC), reason="removed by an operator"
+        )
+    finally:
+        database.close()
+    print(f"endpoint {args.id}: {'removed' if removed else 'already removed or unknown'}")
+    return 0 if removed else 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -42,8 +41,12 @@ def link_secret() -> bytes:
     return path.read_text().strip().encode()
 
 
-@dataclass(frozen=True, kw_only=True)
-class Locations:
-    database_url: str
-    catalog_path: Path
-    objects_url: str
+def webhooks_allow_private() -> bool:
+    """$REPORTEXPORT_WEBHOOKS_ALLOW_PRIVATE=1 lets webhooks reach loopback and private ranges
+    (development and tests only)."""
+    return os.environ.get("REPORTEXPORT_WEBHOOKS_ALLOW_PRIVATE", "") in ("1", "true", "yes")
+
+
+def public_url() -> str:
+    """Where users reach the service; download links in webhooks start with it."""
+    return os.environ.get("REPORTEXPORT_PUBLIC_URL", "http://127.0.0.1:8000")

@@ -161,3 +161,17 @@ def test_the_gate_imports_only_the_standard_library_and_the_pure_core() -> None:
         [sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_handler_for_an_unknown_effect_or_a_missing_one_fails(tree: Path) -> None:
+    handlers = tree / "src" / "reportexport" / "effects" / "handlers.py"
+    edit(
+        handlers, lambda text: text.replace("def delete_temp_object(", "def delete_scratch_object(")
+    )
+    done = run_gate(tree)
+    assert done.returncode == 1
+    assert (
+        "effect-handlers: no @side_effect_handler for the fixture's side effect "
+        "'delete_temp_object'" in done.stdout
+    )
+    assert "handler 'delete_scratch_object' names no side effect of the fixture" in done.stdout

@@ -34,7 +34,7 @@ log = logging.getLogger("reportexport.effects")
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    """`done`, or try again later (no sooner than `retry_after` seconds); `note` is kept."""
+    """Finished, or to be tried again no sooner than retry_after seconds; the note is kept."""
 
     done: bool
     note: str | None = None

@@ -89,8 +89,44 @@ def check_generated(ctx: Context) -> Iterator[Finding]:
         yield Finding(path=drift.path, line=drift.line, code=GENERATED_DRIFT, message=drift.message)
 
 
+HANDLER_DECORATOR = "side_effect_handler"
+EFFECT_HANDLERS = "effect-handlers"
+
+
+def check_effect_handlers(ctx: Context) -> Iterator[Finding]:
+    """Functions decorated @side_effect_handler name exactly the fixture's side effects."""
+    found: dict[str, tuple[str, int]] = {}
+    first_file: str | None = None
+    for path in iter_sources(ctx.paths, set()):
+        if path.suffix not in PYTHON_SUFFIXES:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            continue  # reported by check_sources
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                (isinstance(d, ast.Name) and d.id == HANDLER_DECORATOR)
+                or (isinstance(d, ast.Attribute) and d.attr == HANDLER_DECORATOR)
+                for d in node.decorator_list
+            ):
+                name = display(path, ctx.root)
+                first_file = first_file or name
+                found[node.name] = (name, node.lineno)
+    if not found or first_file is None:
+        return  # a repository without handlers has nothing to check
+    for effect in ctx.graph.effect_names:
+        if effect not in found:
+            message = f"no @{HANDLER_DECORATOR} for the fixture's side effect {effect!r}"
+            yield Finding(path=first_file, line=1, code=EFFECT_HANDLERS, message=message)
+    for name, (path, line) in found.items():
+        if name not in ctx.graph.effect_names:
+            message = f"handler {name!r} names no side effect of the fixture"
+            yield Finding(path=path, line=line, code=EFFECT_HANDLERS, message=message)
+
+
 # Later layers append their checks here, so one command covers the whole tree.
-CHECKS: list[Check] = [check_sources, check_generated]
+CHECKS: list[Check] = [check_sources, check_generated, check_effect_handlers]
 
 
 def parser() -> argparse.ArgumentParser:

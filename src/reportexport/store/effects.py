@@ -65,7 +65,7 @@ class EffectsQueries:
         params = {
             **self._key(claimed),
             "now": self._timestamp(now),
-            "error": error,
+            "last_error": error,
             "next_attempt_at": self._timestamp(next_attempt_at),
             "give_up": give_up,
         }
@@ -128,7 +128,7 @@ class EffectsQueries:
         self._fetch(
             "record_delivery",
             {"job_id": job_id, "effect": effect, "endpoint_id": endpoint_id,
-             "now": self._timestamp(now), "status": status, "error": error,
+             "now": self._timestamp(now), "last_status": status, "last_error": error,
              "delivered": delivered},
         )  # fmt: skip
 

@@ -133,7 +133,7 @@ RETURNING job_id;
 -- retry_side_effect --
 -- The claimed row failed: count the attempt, keep the error, schedule or give up.
 UPDATE job_side_effects
-   SET attempts = attempts + 1, last_attempt_at = %(now)s, last_error = %(error)s,
+   SET attempts = attempts + 1, last_attempt_at = %(now)s, last_error = %(last_error)s,
        next_attempt_at = %(next_attempt_at)s,
        given_up_at = CASE WHEN %(give_up)s::boolean THEN %(now)s ELSE NULL END,
        claimed_by = NULL, claim_expires_at = NULL
@@ -189,7 +189,8 @@ SELECT * FROM webhook_endpoints
 INSERT INTO webhook_deliveries
        (job_id, effect, endpoint_id, attempts, last_attempt_at, last_status, last_error,
         delivered_at)
-VALUES (%(job_id)s, %(effect)s, %(endpoint_id)s, 1, %(now)s, %(status)s, %(error)s,
+VALUES (%(job_id)s, %(effect)s, %(endpoint_id)s, 1, %(now)s, %(last_status)s,
+        %(last_error)s,
         CASE WHEN %(delivered)s::boolean THEN %(now)s::timestamptz END)
 ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
    SET attempts = webhook_deliveries.attempts + 1, last_attempt_at = excluded.last_attempt_at,

@@ -124,7 +124,7 @@ RETURNING job_id;
 -- retry_side_effect --
 -- The claimed row failed: count the attempt, keep the error, schedule or give up.
 UPDATE job_side_effects
-   SET attempts = attempts + 1, last_attempt_at = :now, last_error = :error,
+   SET attempts = attempts + 1, last_attempt_at = :now, last_error = :last_error,
        next_attempt_at = :next_attempt_at,
        given_up_at = CASE WHEN :give_up THEN :now ELSE NULL END,
        claimed_by = NULL, claim_expires_at = NULL
@@ -180,7 +180,8 @@ SELECT * FROM webhook_endpoints
 INSERT INTO webhook_deliveries
        (job_id, effect, endpoint_id, attempts, last_attempt_at, last_status, last_error,
         delivered_at)
-VALUES (:job_id, :effect, :endpoint_id, 1, :now, :status, :error,
+VALUES (:job_id, :effect, :endpoint_id, 1, :now, :last_status,
+        :last_error,
         CASE WHEN :delivered THEN :now END)
 ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
    SET attempts = attempts + 1, last_attempt_at = excluded.last_attempt_at,
