@@ -119,10 +119,10 @@ def check_effect_handlers(ctx: Context) -> Iterator[Finding]:
         if effect not in found:
             message = f"no @{HANDLER_DECORATOR} for the fixture's side effect {effect!r}"
             yield Finding(path=first_file, line=1, code=EFFECT_HANDLERS, message=message)
-    for name, (path, line) in found.items():
+    for name, (where, line) in found.items():
         if name not in ctx.graph.effect_names:
             message = f"handler {name!r} names no side effect of the fixture"
-            yield Finding(path=path, line=line, code=EFFECT_HANDLERS, message=message)
+            yield Finding(path=where, line=line, code=EFFECT_HANDLERS, message=message)
 
 
 # Later layers append their checks here, so one command covers the whole tree.
