@@ -7,6 +7,8 @@ and a cancel or timeout stops it with `interrupt()`.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import tempfile
@@ -31,6 +33,8 @@ from reportexport.sources import (
 from reportexport.sqlparams import render
 
 CHUNK = 1 << 20
+PIPE_SIZE = 1 << 20
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
 
 def column_kind(type_name: str) -> str:
@@ -169,6 +173,9 @@ class _FifoReader(threading.Thread):
     def run(self) -> None:
         with open(self.path, "rb", buffering=0) as fifo:
             self._opened.set()
+            # A bigger pipe (default 64 KiB) lets DuckDB write in large strides.
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fifo.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
             while chunk := fifo.read(CHUNK):
                 if self.failure is not None:
                     continue  # keep draining so DuckDB is never stuck writing
