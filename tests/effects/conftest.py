@@ -13,6 +13,7 @@ from reportexport.effects.runner import EffectsRunner, RunnerSettings
 from reportexport.objects import ObjectStore, final_key, open_object_store
 from reportexport.store import Database, Outcome, PublishedObject
 from tests.effects.receiver import Receiver, running_receiver
+from tests.exports.conftest import s3_endpoint as s3_endpoint
 from tests.store.conftest import (  # noqa: F401 - fixtures shared with the store suite
     GRAPH,
     backend,

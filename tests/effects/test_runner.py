@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from standardwebhooks import Webhook
 
 from reportexport.objects import ObjectStore
@@ -182,10 +183,19 @@ def test_a_private_destination_is_refused_without_the_development_setting(
     assert "127.0.0.1 is loopback" in (row.last_error or "")
 
 
+@pytest.mark.parametrize("store", ["local", "s3"])
 def test_delete_temp_object_removes_a_canceled_jobs_temp_object(
-    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock
-) -> None:
+    db: Database, http: httpx.Client, clock: Clock, store: str, tmp_path: Any,
+    request: pytest.FixtureRequest,
+) -> None:  # fmt: skip
+    from reportexport.objects import open_object_store
+    from tests.exports.conftest import new_bucket
     from tests.store.test_operations import new_job
+
+    if store == "local":
+        objects = open_object_store(f"file://{tmp_path / 'objects'}", link_secret=b"links")
+    else:
+        objects = open_object_store(new_bucket(request.getfixturevalue("s3_endpoint")))
 
     job = db.create_job(new_job())[0]
     (claim,) = db.claim_jobs("w", limit=1, lease_seconds=60)

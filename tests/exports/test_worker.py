@@ -228,3 +228,35 @@ def test_a_published_object_verifies_and_a_tampered_one_does_not(
     assert any("SHA-256" in p for p in problems)
     object_store.delete(job.object_key or "")
     assert verify_published(job, object_store) == [f"no object at {job.object_key}"]
+
+
+def test_a_download_answers_410_once_the_object_expired(
+    jobs_db: Database, catalog: Catalog, object_store: ObjectStore, worker_factory: Any
+) -> None:
+    from datetime import timedelta
+
+    from reportexport.downloads import download_for
+
+    worker_factory(object_store, retention_seconds=3600.0)
+    job = finished(jobs_db, submit(jobs_db, catalog, "typed_duckdb"))
+    fresh = download_for(job, object_store, link_seconds=60)
+    assert (fresh.status, fresh.file_name) == (200, f"typed_duckdb-{job.id}.csv")
+    assert fresh.url
+    assert job.object_expires_at is not None
+    later = job.object_expires_at + timedelta(seconds=1)
+    assert download_for(job, object_store, now=later).status == 410
+    sweep(jobs_db, object_store, now=later)
+    assert download_for(job, object_store).status == 410  # gone from the store as well
+    assert jobs_db.get_job(job.id).job.status == "succeeded"  # type: ignore[arg-type]
+
+
+def test_only_a_succeeded_job_has_a_download(
+    jobs_db: Database, catalog: Catalog, local_objects: ObjectStore, worker_factory: Any
+) -> None:
+    from reportexport.downloads import download_for
+
+    worker_factory(local_objects)
+    job = finished(jobs_db, submit(jobs_db, catalog, "broken"))
+    answer = download_for(job, local_objects)
+    assert (answer.status, answer.url) == (409, None)
+    assert "failed" in answer.detail

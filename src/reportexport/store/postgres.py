@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -21,30 +21,13 @@ from psycopg_pool import ConnectionPool
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import postgres_graph_sql
-from reportexport.job_status import check_transition
-from reportexport.store.effects import EffectsQueries
 from reportexport.store.errors import (
-    JobNotFoundError,
-    StaleStatusError,
     StoreError,
     StoreUnavailableError,
     transition_error_in,
 )
+from reportexport.store.operations import SqlOperations
 from reportexport.store.queries import load_queries, migration_files
-from reportexport.store.records import (
-    Claim,
-    HistoryEntry,
-    Job,
-    JobDetail,
-    JobFilter,
-    JobId,
-    JobPage,
-    Lease,
-    NewJob,
-    Outcome,
-    SideEffect,
-    from_row,
-)
 from reportexport.store.schema import (
     FINGERPRINT_KEY,
     GRAPH_KEY,
@@ -67,8 +50,9 @@ SERVICE_GRANTS = (
 )
 
 
-class PostgresDatabase(EffectsQueries):
+class PostgresDatabase(SqlOperations):
     text_encoded = False
+    queries = SQL
 
     def __init__(
         self, url: str, graph: Graph, *, pool_size: int = 8, connect_timeout: float = 10.0
@@ -174,130 +158,31 @@ class PostgresDatabase(EffectsQueries):
             raise StoreError("no current schema")
         return str(row["s"])
 
-    # -- JobStore ---------------------------------------------------------------------------
+    # -- what SqlOperations needs ------------------------------------------------------------
 
-    def create_job(self, new: NewJob) -> tuple[Job, bool]:
-        params = {
-            "owner": new.owner,
-            "saved_query": new.saved_query,
-            "source": new.source,
-            "query_sql": new.query_sql,
-            "query_hash": new.query_hash,
-            "parameters": Jsonb(dict(new.parameters)),
-            "options": Jsonb(dict(new.options)),
-            "rerun_of": new.rerun_of,
-            "idempotency_key": new.idempotency_key,
-            "status": self.graph.initial,
-        }
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[psycopg.Connection[dict[str, Any]]]:
         with self._tx() as conn:
-            row = conn.execute(SQL["create_job"], params).fetchone()
-            created = row is not None
-            if row is None:
-                row = conn.execute(SQL["job_by_idempotency_key"], params).fetchone()
-            if row is None:
-                raise StoreError("the idempotency key's job vanished")
-            job = self._job(conn, row["id"])
-        return job, created
+            if not write:  # one snapshot for every read in the block
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
 
-    def get_job(self, job_id: JobId) -> JobDetail:
-        with self._tx() as conn:
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            job = self._job(conn, job_id)
-            history = conn.execute(SQL["job_history"], {"id": job_id}).fetchall()
-            effects = conn.execute(SQL["job_side_effects"], {"id": job_id}).fetchall()
-        return JobDetail(
-            job=job,
-            history=tuple(from_row(HistoryEntry, r, text_encoded=False) for r in history),
-            side_effects=tuple(from_row(SideEffect, r, text_encoded=False) for r in effects),
-        )
+    def _json(self, value: Any) -> Jsonb:
+        return Jsonb(value)
 
-    def list_jobs(self, where: JobFilter) -> JobPage:
-        params = {
-            "owner": where.owner,
-            "status": where.status,
-            "saved_query": where.saved_query,
-            "before": where.before,
-            "limit": where.limit + 1,
-        }
-        with self._tx() as conn:
-            rows = conn.execute(SQL["list_jobs"], params).fetchall()
-        jobs = tuple(_job_from(row) for row in rows[: where.limit])
-        more = len(rows) > where.limit
-        return JobPage(jobs=jobs, next_cursor=jobs[-1].id if more and jobs else None)
+    def _seconds(self, value: float) -> float:
+        return value
 
-    def cancel_job(
-        self, job_id: JobId, *, person: str, owner: str | None = None, reason: str | None = None
-    ) -> Job:
-        for _ in range(CANCEL_ATTEMPTS):
-            with self._tx() as conn:
-                job = self._job(conn, job_id)
-                if owner is not None and job.owner != owner:
-                    raise JobNotFoundError(job_id)
-                check_transition(job.status, "canceled", "user", graph=self.graph)
-                params = {"id": job_id, "expected": job.status, "person": person, "reason": reason}
-                if conn.execute(SQL["cancel_job"], params).fetchone() is not None:
-                    return self._job(conn, job_id)
-        raise StaleStatusError(job_id, "cancelable")
-
-    # -- JobQueue ---------------------------------------------------------------------------
-
-    def claim_jobs(self, worker: str, *, limit: int, lease_seconds: float) -> list[Claim]:
-        with self._tx() as conn:
-            return _claim(conn, worker, limit, lease_seconds)
-
-    def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease:
-        params = {"id": lease.job_id, "token": lease.token, "lease": lease_seconds}
-        with self._tx() as conn:
-            row = conn.execute(SQL["extend_lease"], params).fetchone()
-        if row is None:
-            raise StaleStatusError(lease.job_id, "running under this lease")
-        return Lease(
-            job_id=lease.job_id,
-            token=lease.token,
-            worker=lease.worker,
-            expires_at=row["lease_expires_at"],
-        )
-
-    def record_progress(
-        self, lease: Lease, *, rows: int | None, bytes_written: int, temp_key: str | None = None
-    ) -> None:
-        params = {
-            "id": lease.job_id,
-            "token": lease.token,
-            "rows": rows,
-            "bytes": bytes_written,
-            "temp_key": temp_key,
-        }
-        with self._tx() as conn:
-            row = conn.execute(SQL["record_progress"], params).fetchone()
-        if row is None:
-            raise StaleStatusError(lease.job_id, "running under this lease")
-
-    def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
-        return self.finish_and_claim(outcomes, worker="", limit=0, lease_seconds=0)[0]
-
-    def finish_and_claim(
-        self, outcomes: Sequence[Outcome], *, worker: str, limit: int, lease_seconds: float
-    ) -> tuple[list[bool], list[Claim]]:
-        for outcome in outcomes:
-            check_transition("running", outcome.to_status, "worker", graph=self.graph)
+    def _finish_rows(self, conn: Any, params: list[dict[str, Any]]) -> list[bool]:
         finished: list[bool] = []
-        with self._tx() as conn:
-            if outcomes:
-                with conn.cursor() as cur:
-                    # One round trip for the batch; each row is fenced by its own token.
-                    params = map(_outcome_params, outcomes)
-                    cur.executemany(SQL["finish_job"], params, returning=True)
-                    while True:
-                        finished.append(cur.fetchone() is not None)
-                        if not cur.nextset():
-                            break
-            return finished, _claim(conn, worker, limit, lease_seconds)
-
-    def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
-        with self._tx() as conn:
-            rows = conn.execute(SQL["reap_expired"], {"worker": worker, "grace": grace_seconds})
-            return sorted(row["id"] for row in rows)
+        with conn.cursor() as cur:
+            # One round trip for the batch; each row is fenced by its own token.
+            cur.executemany(SQL["finish_job"], params, returning=True)
+            while True:
+                finished.append(cur.fetchone() is not None)
+                if not cur.nextset():
+                    break
+        return finished
 
     def wait_for_change(self, timeout: float) -> bool:
         """Wait for a NOTIFY from the job triggers; a hint only, so callers poll as well."""
@@ -311,62 +196,7 @@ class PostgresDatabase(EffectsQueries):
 
     # -- EffectsQueries hooks ------------------------------------------------------------------
 
-    def _fetch(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        with self._tx() as conn:
-            cursor = conn.execute(SQL[name], dict(params))
-            return cursor.fetchall() if cursor.description else []
-
     def _timestamp(self, moment: datetime) -> datetime:
         return moment
 
     # -- helpers ---------------------------------------------------------------------------
-
-    def _job(self, conn: psycopg.Connection[dict[str, Any]], job_id: int) -> Job:
-        row = conn.execute(SQL["get_job"], {"id": job_id}).fetchone()
-        if row is None:
-            raise JobNotFoundError(job_id)
-        return _job_from(row)
-
-
-def _claim(
-    conn: psycopg.Connection[dict[str, Any]], worker: str, limit: int, lease_seconds: float
-) -> list[Claim]:
-    if limit < 1:
-        return []
-    params = {"worker": worker, "limit": limit, "lease": lease_seconds}
-    rows = conn.execute(SQL["claim_jobs"], params).fetchall()
-    jobs = sorted((_job_from(row) for row in rows), key=lambda job: job.id)
-    return [Claim(lease=_lease_of(job, worker), job=job) for job in jobs]
-
-
-def _job_from(row: dict[str, Any]) -> Job:
-    job: Job = from_row(Job, row, text_encoded=False)
-    return job
-
-
-def _lease_of(job: Job, worker: str) -> Lease:
-    if job.lease_expires_at is None:
-        raise StoreError(f"job {job.id} was claimed without a lease expiry")
-    return Lease(
-        job_id=job.id, token=job.lease_token, worker=worker, expires_at=job.lease_expires_at
-    )
-
-
-def _outcome_params(outcome: Outcome) -> dict[str, Any]:
-    published = outcome.published
-    return {
-        "id": outcome.lease.job_id,
-        "token": outcome.lease.token,
-        "worker": outcome.lease.worker,
-        "to_status": outcome.to_status,
-        "reason": outcome.reason,
-        "error_code": outcome.error_code,
-        "error_message": outcome.error_message,
-        "object_key": published.key if published else None,
-        "object_sha256": published.sha256 if published else None,
-        "object_bytes": published.bytes if published else None,
-        "object_rows": published.rows if published else None,
-        "columns": json.dumps(list(published.columns)) if published else None,
-        "file_name": published.file_name if published else None,
-        "expires": published.expires_in_seconds if published else None,
-    }

@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,29 +19,11 @@ from typing import Any
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import sqlite_graph_sql
-from reportexport.job_status import check_transition
-from reportexport.store.effects import EffectsQueries
 from reportexport.store.errors import (
-    JobNotFoundError,
-    StaleStatusError,
-    StoreError,
     transition_error_in,
 )
+from reportexport.store.operations import SqlOperations
 from reportexport.store.queries import load_queries, migration_files
-from reportexport.store.records import (
-    Claim,
-    HistoryEntry,
-    Job,
-    JobDetail,
-    JobFilter,
-    JobId,
-    JobPage,
-    Lease,
-    NewJob,
-    Outcome,
-    SideEffect,
-    from_row,
-)
 from reportexport.store.schema import (
     FINGERPRINT_KEY,
     GRAPH_KEY,
@@ -67,8 +49,9 @@ def _seconds(value: float) -> str:
     return f"{value:+.3f} seconds"
 
 
-class SqliteDatabase(EffectsQueries):
+class SqliteDatabase(SqlOperations):
     text_encoded = True
+    queries = SQL
 
     def __init__(self, url: str, graph: Graph) -> None:
         self.url = url
@@ -162,131 +145,26 @@ class SqliteDatabase(EffectsQueries):
             raise _translated(exc) from exc
         return self.schema_status()
 
-    # -- JobStore ---------------------------------------------------------------------------
+    # -- what SqlOperations needs ------------------------------------------------------------
 
-    def create_job(self, new: NewJob) -> tuple[Job, bool]:
-        params = {
-            "owner": new.owner,
-            "saved_query": new.saved_query,
-            "source": new.source,
-            "query_sql": new.query_sql,
-            "query_hash": new.query_hash,
-            "parameters": json.dumps(dict(new.parameters), sort_keys=True),
-            "options": json.dumps(dict(new.options), sort_keys=True),
-            "rerun_of": new.rerun_of,
-            "idempotency_key": new.idempotency_key,
-            "status": self.graph.initial,
-        }
-        with self._write() as conn:
-            row = conn.execute(SQL["create_job"], params).fetchone()
-            created = row is not None
-            if row is None:
-                row = conn.execute(SQL["job_by_idempotency_key"], params).fetchone()
-            job = self._job(conn, row["id"])
-        return job, created
-
-    def get_job(self, job_id: JobId) -> JobDetail:
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        if write:
+            with self._write() as conn:
+                yield conn
+            return
         conn = self._conn()
         with _read(conn):
-            job = self._job(conn, job_id)
-            history = conn.execute(SQL["job_history"], {"id": job_id}).fetchall()
-            effects = conn.execute(SQL["job_side_effects"], {"id": job_id}).fetchall()
-        return JobDetail(
-            job=job,
-            history=tuple(from_row(HistoryEntry, r, text_encoded=True) for r in history),
-            side_effects=tuple(from_row(SideEffect, r, text_encoded=True) for r in effects),
-        )
+            yield conn
 
-    def list_jobs(self, where: JobFilter) -> JobPage:
-        params = {
-            "owner": where.owner,
-            "status": where.status,
-            "saved_query": where.saved_query,
-            "before": where.before,
-            "limit": where.limit + 1,
-        }
-        rows = self._conn().execute(SQL["list_jobs"], params).fetchall()
-        jobs = tuple(_job_from(row) for row in rows[: where.limit])
-        more = len(rows) > where.limit
-        return JobPage(jobs=jobs, next_cursor=jobs[-1].id if more and jobs else None)
+    def _json(self, value: Any) -> str:
+        return json.dumps(value, sort_keys=True)
 
-    def cancel_job(
-        self, job_id: JobId, *, person: str, owner: str | None = None, reason: str | None = None
-    ) -> Job:
-        for _ in range(CANCEL_ATTEMPTS):
-            with self._write() as conn:
-                job = self._job(conn, job_id)
-                if owner is not None and job.owner != owner:
-                    raise JobNotFoundError(job_id)
-                check_transition(job.status, "canceled", "user", graph=self.graph)
-                params = {"id": job_id, "expected": job.status, "person": person, "reason": reason}
-                if conn.execute(SQL["cancel_job"], params).fetchone() is not None:
-                    return self._job(conn, job_id)
-        raise StaleStatusError(job_id, "cancelable")
+    def _seconds(self, value: float) -> str:
+        return _seconds(value)
 
-    # -- JobQueue ---------------------------------------------------------------------------
-
-    def claim_jobs(self, worker: str, *, limit: int, lease_seconds: float) -> list[Claim]:
-        with self._write() as conn:
-            return self._claim(conn, worker, limit, lease_seconds)
-
-    def _claim(
-        self, conn: sqlite3.Connection, worker: str, limit: int, lease_seconds: float
-    ) -> list[Claim]:
-        if limit < 1:
-            return []
-        params = {"worker": worker, "limit": limit, "lease": _seconds(lease_seconds)}
-        rows = conn.execute(SQL["claim_jobs"], params).fetchall()
-        jobs = sorted((_job_from(row) for row in rows), key=lambda job: job.id)
-        return [Claim(lease=_lease_of(job, worker), job=job) for job in jobs]
-
-    def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease:
-        params = {"id": lease.job_id, "token": lease.token, "lease": _seconds(lease_seconds)}
-        with self._write() as conn:
-            row = conn.execute(SQL["extend_lease"], params).fetchone()
-        if row is None:
-            raise StaleStatusError(lease.job_id, "running under this lease")
-        return Lease(
-            job_id=lease.job_id,
-            token=lease.token,
-            worker=lease.worker,
-            expires_at=_timestamp(row["lease_expires_at"]),
-        )
-
-    def record_progress(
-        self, lease: Lease, *, rows: int | None, bytes_written: int, temp_key: str | None = None
-    ) -> None:
-        params = {
-            "id": lease.job_id,
-            "token": lease.token,
-            "rows": rows,
-            "bytes": bytes_written,
-            "temp_key": temp_key,
-        }
-        with self._write() as conn:
-            row = conn.execute(SQL["record_progress"], params).fetchone()
-        if row is None:
-            raise StaleStatusError(lease.job_id, "running under this lease")
-
-    def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
-        return self.finish_and_claim(outcomes, worker="", limit=0, lease_seconds=0)[0]
-
-    def finish_and_claim(
-        self, outcomes: Sequence[Outcome], *, worker: str, limit: int, lease_seconds: float
-    ) -> tuple[list[bool], list[Claim]]:
-        for outcome in outcomes:
-            check_transition("running", outcome.to_status, "worker", graph=self.graph)
-        with self._write() as conn:
-            finished = [
-                conn.execute(SQL["finish_job"], _outcome_params(o)).fetchone() is not None
-                for o in outcomes
-            ]
-            return finished, self._claim(conn, worker, limit, lease_seconds)
-
-    def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
-        params = {"worker": worker, "grace": _seconds(-grace_seconds)}
-        with self._write() as conn:
-            return sorted(row["id"] for row in conn.execute(SQL["reap_expired"], params))
+    def _finish_rows(self, conn: Any, params: list[dict[str, Any]]) -> list[bool]:
+        return [conn.execute(SQL["finish_job"], p).fetchone() is not None for p in params]
 
     def wait_for_change(self, timeout: float) -> bool:
         """Poll SQLite's data_version, which moves when another connection commits."""
@@ -301,23 +179,12 @@ class SqliteDatabase(EffectsQueries):
 
     # -- EffectsQueries hooks ------------------------------------------------------------------
 
-    def _fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
-        with self._write() as conn:
-            rows: list[sqlite3.Row] = conn.execute(SQL[name], dict(params)).fetchall()
-        return [dict(zip(row.keys(), row, strict=True)) for row in rows]
-
     def _timestamp(self, moment: datetime) -> str:
         """As the schema stores moments: UTC, milliseconds, a Z."""
         utc = moment.astimezone(UTC)
         return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
     # -- helpers ---------------------------------------------------------------------------
-
-    def _job(self, conn: sqlite3.Connection, job_id: int) -> Job:
-        row = conn.execute(SQL["get_job"], {"id": job_id}).fetchone()
-        if row is None:
-            raise JobNotFoundError(job_id)
-        return _job_from(row)
 
 
 @contextmanager
@@ -328,45 +195,6 @@ def _read(conn: sqlite3.Connection) -> Iterator[None]:
         yield
     finally:
         conn.execute("COMMIT")
-
-
-def _job_from(row: Mapping[str, Any]) -> Job:
-    job: Job = from_row(Job, row, text_encoded=True)
-    return job
-
-
-def _lease_of(job: Job, worker: str) -> Lease:
-    if job.lease_expires_at is None:
-        raise StoreError(f"job {job.id} was claimed without a lease expiry")
-    return Lease(
-        job_id=job.id, token=job.lease_token, worker=worker, expires_at=job.lease_expires_at
-    )
-
-
-def _timestamp(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
-def _outcome_params(outcome: Outcome) -> dict[str, Any]:
-    published = outcome.published
-    return {
-        "id": outcome.lease.job_id,
-        "token": outcome.lease.token,
-        "worker": outcome.lease.worker,
-        "to_status": outcome.to_status,
-        "reason": outcome.reason,
-        "error_code": outcome.error_code,
-        "error_message": outcome.error_message,
-        "object_key": published.key if published else None,
-        "object_sha256": published.sha256 if published else None,
-        "object_bytes": published.bytes if published else None,
-        "object_rows": published.rows if published else None,
-        "columns": json.dumps(list(published.columns)) if published else None,
-        "file_name": published.file_name if published else None,
-        "expires": _seconds(published.expires_in_seconds)
-        if published and published.expires_in_seconds is not None
-        else None,
-    }
 
 
 def _translated(exc: sqlite3.DatabaseError) -> Exception:

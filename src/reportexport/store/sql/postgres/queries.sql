@@ -95,14 +95,15 @@ UPDATE jobs
 RETURNING id;
 
 -- reap_expired --
--- Fail every running job whose lease expired more than the grace period ago.
+-- Fail every running job whose lease expired more than the grace period ago
+-- (the grace parameter is negative: that many seconds before now).
 UPDATE jobs
    SET status = 'failed', change_actor = 'worker', change_worker = %(worker)s,
        change_reason = 'lease_expired', error_code = 'lease_expired',
        error_message = 'the worker running this export stopped renewing its lease',
        lease_expires_at = NULL
  WHERE status = 'running'
-   AND lease_expires_at < clock_timestamp() - make_interval(secs => %(grace)s)
+   AND lease_expires_at < clock_timestamp() + make_interval(secs => %(grace)s)
 RETURNING id;
 
 -- claim_side_effects --
