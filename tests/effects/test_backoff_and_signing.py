@@ -65,3 +65,20 @@ def test_an_old_timestamp_is_refused_by_receivers() -> None:
     headers = signed_headers([secret], "msg_3", datetime.now(UTC) - timedelta(hours=1), "{}")
     with pytest.raises(WebhookVerificationError):
         Webhook(secret).verify("{}", headers)
+
+
+def test_the_runner_refuses_to_start_when_handlers_and_fixture_disagree() -> None:
+    from reportexport.effects.handlers import HANDLERS, check_handlers
+    from reportexport.graph import load_graph
+    from tests.conftest import FIXTURE_PATH
+
+    graph = load_graph(FIXTURE_PATH)
+    check_handlers(graph)  # ours agree
+    missing = {k: v for k, v in HANDLERS.items() if k != "delete_temp_object"}
+    with pytest.raises(
+        RuntimeError, match="no handler for the fixture's side effect 'delete_temp_object'"
+    ):
+        check_handlers(graph, missing)
+    extra = {**HANDLERS, "send_fax": HANDLERS["delete_temp_object"]}
+    with pytest.raises(RuntimeError, match="handler 'send_fax' names no side effect"):
+        check_handlers(graph, extra)
