@@ -7,6 +7,7 @@ import logging
 import shutil
 import sys
 import time
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -173,11 +174,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from reportexport.sweeper import sweep
 
-    database = _database(args)
-    try:
+    with closing(_database(args)) as database:
         report = sweep(database, _objects(args), dry_run=args.dry_run)
-    finally:
-        database.close()
     verb = "would delete" if args.dry_run else "deleted"
     for key, why in report.deleted.items():
         print(f"{verb} {key}: {why}")
@@ -224,24 +222,18 @@ def cmd_effects(args: argparse.Namespace) -> int:
 
 
 def cmd_effects_given_up(args: argparse.Namespace) -> int:
-    database = _database(args)
-    try:
+    with closing(_database(args)) as database:
         for row in database.given_up_side_effects():
             print(f"job {row.job_id} {row.effect}: {row.attempts} attempts, given up at "
                   f"{row.given_up_at:%Y-%m-%d %H:%M:%S}; last error: {row.last_error}")  # fmt: skip
-    finally:
-        database.close()
     return 0
 
 
 def cmd_effects_redrive(args: argparse.Namespace) -> int:
-    database = _database(args)
-    try:
+    with closing(_database(args)) as database:
         if not database.redrive_side_effect(args.job, args.effect, now=datetime.now(UTC)):
             print(f"job {args.job} has no given-up side effect {args.effect!r}", file=sys.stderr)
             return 1
-    finally:
-        database.close()
     print(f"job {args.job} {args.effect}: due again")
     return 0
 
@@ -255,21 +247,17 @@ def cmd_webhooks_add(args: argparse.Namespace) -> int:
     except UnsafeDestinationError as exc:
         print(f"reportexport webhooks: {exc}", file=sys.stderr)
         return 2
-    database = _database(args)
-    try:
+    with closing(_database(args)) as database:
         endpoint = database.add_webhook_endpoint(
             owner=None if args.everyone else args.owner, url=args.url, secret=new_secret()
         )
-    finally:
-        database.close()
     print(f"endpoint {endpoint.id} for {endpoint.owner or 'every owner'}: {endpoint.url}")
     print(f"secret (shown once): {endpoint.secret}")
     return 0
 
 
 def cmd_webhooks_list(args: argparse.Namespace) -> int:
-    database = _database(args)
-    try:
+    with closing(_database(args)) as database:
         for e in database.list_webhook_endpoints(args.owner):
             state = (
                 f"disabled {e.disabled_at:%Y-%m-%d} ({e.disabled_reason})"
@@ -277,32 +265,24 @@ def cmd_webhooks_list(args: argparse.Namespace) -> int:
                 else "enabled"
             )
             print(f"{e.id:5} {e.owner or '(global)':16} {state:10} {e.url}")
-    finally:
-        database.close()
     return 0
 
 
 def cmd_webhooks_rotate(args: argparse.Namespace) -> int:
     from reportexport.webhooks.signing import new_secret
 
-    database = _database(args)
-    try:
+    with closing(_database(args)) as database:
         until = datetime.now(UTC) + timedelta(hours=args.overlap_hours)
         endpoint = database.rotate_webhook_secret(args.id, secret=new_secret(), until=until)
-    finally:
-        database.close()
     print(f"endpoint {endpoint.id}: new secret (shown once): {endpoint.secret}")
     print(f"the previous secret signs too until {until:%Y-%m-%d %H:%M} UTC")
     return 0
 
 
 def cmd_webhooks_remove(args: argparse.Namespace) -> int:
-    database = _database(args)
-    try:
+    with closing(_database(args)) as database:
         removed = database.disable_webhook_endpoint(
             args.id, now=datetime.now(UTC), reason="removed by an operator"
         )
-    finally:
-        database.close()
     print(f"endpoint {args.id}: {'removed' if removed else 'already removed or unknown'}")
     return 0 if removed else 1

@@ -110,9 +110,11 @@ def check_destination(
     if parts.username or parts.password:
         raise UnsafeDestinationError("credentials in webhook URLs are not accepted")
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    literal = True
     try:
         addresses = [ipaddress.ip_address(parts.hostname)]
     except ValueError:
+        literal = False
         try:
             addresses = [
                 ipaddress.ip_address(a.split("%")[0]) for a in resolver(parts.hostname, port)
@@ -124,7 +126,7 @@ def check_destination(
     for address in addresses:
         why = refusal(address, allow_private=allow_private)
         if why is not None:
-            raise UnsafeDestinationError(f"{parts.hostname} resolves to {why}")
+            raise UnsafeDestinationError(why if literal else f"{parts.hostname} resolves to {why}")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return Destination(
         scheme=parts.scheme,
