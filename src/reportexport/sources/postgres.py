@@ -46,6 +46,7 @@ _KINDS = {
 
 
 _MARK = "\x00query\x00"
+BLOCK = 1 << 20
 
 
 def composed(query: str, params: Mapping[str, Any]) -> sql.Composed:
@@ -112,10 +113,18 @@ class PostgresSource:
                 sql.Literal(options.delimiter_char),
                 sql.SQL(")"),
             ])  # fmt: skip
-            crlf = _CrlfWriter(sink) if options.line_ending == "crlf" else None
+            target: Sink = _CrlfWriter(sink) if options.line_ending == "crlf" else sink
+            # COPY sends a message per row: gather them so the sink (hash, limits, store)
+            # sees large blocks.
+            block = bytearray()
             with conn.cursor() as cursor, cursor.copy(statement) as copy:
                 for chunk in copy:
-                    (crlf or sink).write(bytes(chunk))
+                    block += chunk
+                    if len(block) >= BLOCK:
+                        target.write(bytes(block))
+                        block.clear()
+                if block:
+                    target.write(bytes(block))
                 rows = cursor.rowcount
             cancel.raise_if_cancelled()
             return Exported(
