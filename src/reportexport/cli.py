@@ -134,6 +134,21 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("id", type=int)
     remove.set_defaults(handler=_lazy("reportexport.commands", "cmd_webhooks_remove"))
 
+    users = commands.add_parser("users", help="people and their API tokens")
+    user_actions = users.add_subparsers(dest="action", required=True, metavar="ACTION")
+    user_add = user_actions.add_parser("add", help="add a person; prints their token once")
+    _service_options(user_add)
+    user_add.add_argument("name")
+    user_add.add_argument("--operator", action="store_true", help="sees and cancels every job")
+    user_add.set_defaults(handler=_lazy("reportexport.commands", "cmd_users_add"))
+    user_list = user_actions.add_parser("list", help="list people (tokens are never shown)")
+    _service_options(user_list)
+    user_list.set_defaults(handler=_lazy("reportexport.commands", "cmd_users_list"))
+    user_revoke = user_actions.add_parser("revoke", help="revoke a person's token")
+    _service_options(user_revoke)
+    user_revoke.add_argument("name")
+    user_revoke.set_defaults(handler=_lazy("reportexport.commands", "cmd_users_revoke"))
+
     sweep = commands.add_parser("sweep", help="delete orphan, temp and expired objects")
     _service_options(sweep)
     sweep.add_argument("--dry-run", action="store_true")
@@ -158,7 +173,7 @@ def _lazy(module: str, name: str) -> Handler:
         import importlib
 
         handler: Handler = getattr(importlib.import_module(module), name)
-        return handler(args)
+        return _reporting_store_errors(handler)(args)
 
     return run
 

@@ -286,3 +286,25 @@ def cmd_webhooks_remove(args: argparse.Namespace) -> int:
         )
     print(f"endpoint {args.id}: {'removed' if removed else 'already removed or unknown'}")
     return 0 if removed else 1
+
+
+def cmd_users_add(args: argparse.Namespace) -> int:
+    with closing(_database(args)) as database:
+        user, token = database.add_user(args.name, "operator" if args.operator else "user")
+    print(f"{user.role} {user.name}: token (shown once, stored hashed): {token}")
+    return 0
+
+
+def cmd_users_list(args: argparse.Namespace) -> int:
+    with closing(_database(args)) as database:
+        for user in database.list_users():
+            state = f"revoked {user.revoked_at:%Y-%m-%d}" if user.revoked_at else "active"
+            print(f"{user.name:24} {user.role:9} {state}")
+    return 0
+
+
+def cmd_users_revoke(args: argparse.Namespace) -> int:
+    with closing(_database(args)) as database:
+        revoked = database.revoke_user(args.name, now=datetime.now(UTC))
+    print(f"{args.name}: {'revoked' if revoked else 'no active user of that name'}")
+    return 0 if revoked else 1

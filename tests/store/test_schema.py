@@ -107,7 +107,8 @@ def test_both_dialects_name_the_same_queries_and_migrations() -> None:
 def test_every_named_query_is_run_by_the_store_of_its_dialect(dialect: str) -> None:
     store = REPO_ROOT / "src" / "reportexport" / "store"
     source = "".join(
-        (store / name).read_text() for name in (f"{dialect}.py", "operations.py", "effects.py")
+        (store / name).read_text()
+        for name in (f"{dialect}.py", "operations.py", "effects.py", "users.py")
     )
     used = set(re.findall(r'SQL\["([a-z_]+)"\]', source))
     used |= set(re.findall(r'_fetch\(\s*"([a-z_]+)"', source))

@@ -32,6 +32,7 @@ from reportexport.store.records import (
     Outcome,
     PublishedObject,
     SideEffect,
+    User,
     WebhookDelivery,
     WebhookEndpoint,
 )
@@ -173,7 +174,19 @@ class WebhookEndpoints(Protocol):
     def webhook_deliveries(self, job_id: int) -> list[WebhookDelivery]: ...
 
 
-class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Protocol):
+class Users(Protocol):
+    """People and their bearer tokens (stored hashed)."""
+
+    def add_user(self, name: str, role: str) -> tuple[User, str]: ...
+
+    def user_by_token(self, token: str) -> User | None: ...
+
+    def list_users(self) -> list[User]: ...
+
+    def revoke_user(self, name: str, *, now: datetime) -> bool: ...
+
+
+class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Users, Protocol):
     """A backend plays both roles and can build and check its own schema."""
 
     url: str

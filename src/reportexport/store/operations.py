@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 from reportexport.graph import Graph
 from reportexport.job_status import check_transition
-from reportexport.store.effects import EffectsQueries
 from reportexport.store.errors import JobNotFoundError, StaleStatusError, StoreError
 from reportexport.store.records import (
     Claim,
@@ -31,6 +30,7 @@ from reportexport.store.records import (
     SideEffect,
     from_row,
 )
+from reportexport.store.users import UsersQueries
 
 CANCEL_ATTEMPTS = 5
 
@@ -48,7 +48,7 @@ class Connection(Protocol):
     def execute(self, query: Any, params: Any = ...) -> Any: ...
 
 
-class SqlOperations(EffectsQueries):
+class SqlOperations(UsersQueries):
     graph: Graph
     queries: Mapping[str, str]
 

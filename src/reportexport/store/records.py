@@ -138,6 +138,16 @@ class WebhookDelivery:
 
 
 @dataclass(frozen=True, kw_only=True)
+class User:
+    id: int
+    name: str
+    role: str  # user or operator
+    token_hash: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class JobDetail:
     """One job with everything that explains it."""
 
@@ -204,14 +214,14 @@ class Outcome:
 
 TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type))
-    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery)
+    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
 }
 JSON_FIELDS = frozenset({"parameters", "options", "columns"})
 
 
 FIELD_NAMES: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in fields(cls))
-    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery)
+    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
 }
 
 

@@ -201,3 +201,21 @@ ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
 -- webhook_deliveries --
 -- Every endpoint's deliveries of a job's side effects.
 SELECT * FROM webhook_deliveries WHERE job_id = %(job_id)s ORDER BY effect, endpoint_id;
+
+-- add_user --
+-- A new person with the hash of their token.
+INSERT INTO users (name, role, token_hash) VALUES (%(name)s, %(role)s, %(token_hash)s)
+RETURNING *;
+
+-- user_by_token_hash --
+-- The person a token belongs to, unless revoked.
+SELECT * FROM users WHERE token_hash = %(token_hash)s AND revoked_at IS NULL;
+
+-- list_users --
+-- Everyone, oldest first.
+SELECT * FROM users ORDER BY id;
+
+-- revoke_user --
+-- Revoke a person's token.
+UPDATE users SET revoked_at = %(now)s WHERE name = %(name)s AND revoked_at IS NULL
+RETURNING id;

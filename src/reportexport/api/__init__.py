@@ -1,0 +1,1 @@
+"""The HTTP API (FastAPI): saved queries, exports, downloads, problems as RFC 9457."""

@@ -1,0 +1,226 @@
+"""The HTTP API. Handlers are plain functions: FastAPI runs them in its thread pool, where the
+synchronous stores live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query, Request, Response
+from fastapi.responses import RedirectResponse, StreamingResponse
+
+from reportexport import __version__
+from reportexport.api import problems
+from reportexport.api.models import (
+    ExportIn,
+    Health,
+    JobDetailOut,
+    JobOut,
+    JobPageOut,
+    JobStatus,
+    SavedQueryOut,
+)
+from reportexport.api.problems import ProblemError
+from reportexport.catalog import Catalog
+from reportexport.downloads import download_for
+from reportexport.exports import new_export
+from reportexport.graph import Graph
+from reportexport.links import LinkError, verify_download
+from reportexport.objects import ObjectStore
+from reportexport.store import Database, JobFilter, JobId, JobNotFoundError
+from reportexport.store.records import User
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    db: Database
+    catalog: Catalog
+    objects: ObjectStore
+    graph: Graph
+    link_secret: bytes
+    link_seconds: int = 3600
+
+
+def current_user(request: Request, authorization: Annotated[str | None, Header()] = None) -> User:
+    """The person a bearer token belongs to; 401 without a valid one."""
+    if not authorization or not authorization.lower().startswith("bearer "):
+        raise ProblemError(401, "Unauthorized", "send Authorization: Bearer <token>")
+    services: Services = request.app.state.services
+    user: User | None = services.db.user_by_token(authorization[7:].strip())
+    if user is None:
+        raise ProblemError(401, "Unauthorized", "the token is unknown or revoked")
+    return user
+
+
+CurrentUser = Annotated[User, Depends(current_user)]
+
+
+def create_app(services: Services) -> FastAPI:
+    app = FastAPI(
+        title="reportexport",
+        version=__version__,
+        description="Asynchronous CSV exports of saved queries on a frozen job lifecycle.",
+        openapi_url="/openapi.json",
+    )
+    app.state.services = services
+    problems.install(app)
+    db, catalog = services.db, services.catalog
+
+    def visible_job(job_id: int, user: User) -> Any:
+        detail = db.get_job(JobId(job_id))
+        if user.role != "operator" and detail.job.owner != user.name:
+            raise JobNotFoundError(job_id)  # another user's job does not exist for you
+        return detail
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    def healthz() -> Health:
+        return Health(healthy=True)
+
+    @app.get("/readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
+    def readyz(response: Response) -> Health:
+        try:
+            ready = db.schema_status().current
+        except Exception:
+            ready = False
+        if not ready:
+            response.status_code = 503
+        return Health(healthy=ready)
+
+    @app.get("/api/graph", tags=["lifecycle"])
+    def graph() -> dict[str, Any]:
+        return dict(services.graph.document)
+
+    @app.get("/api/saved-queries", response_model=list[SavedQueryOut], tags=["saved queries"])
+    def saved_queries(user: CurrentUser) -> list[SavedQueryOut]:
+        return [_saved_query(q) for q in catalog.queries.values()]
+
+    @app.get("/api/saved-queries/{name}", response_model=SavedQueryOut, tags=["saved queries"])
+    def saved_query(name: str, user: CurrentUser) -> SavedQueryOut:
+        query = catalog.queries.get(name)
+        if query is None:
+            raise ProblemError(404, "Not found", f"no saved query {name!r}")
+        return _saved_query(query)
+
+    @app.post("/api/exports", response_model=JobOut, status_code=201, tags=["exports"])
+    def create_export(
+        body: ExportIn,
+        user: CurrentUser,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    ) -> JobOut:
+        query = catalog.queries.get(body.saved_query)
+        if query is None:
+            raise ProblemError(
+                422,
+                "Unknown saved query",
+                f"no saved query {body.saved_query!r}",
+                parameter="saved_query",
+            )
+        new = new_export(query, body.parameters, owner=user.name, idempotency_key=idempotency_key)
+        job, created = db.create_job(new)
+        if not created:
+            if (job.saved_query, dict(job.parameters)) != (new.saved_query, dict(new.parameters)):
+                raise ProblemError(
+                    422,
+                    "Idempotency key reused",
+                    "this Idempotency-Key was used for a different export",
+                )
+            response.status_code = 200
+        return JobOut.of(job)
+
+    @app.get("/api/exports", response_model=JobPageOut, tags=["exports"])
+    def list_exports(
+        user: CurrentUser,
+        status: JobStatus | None = None,
+        saved_query: str | None = None,
+        owner: str | None = None,
+        before: Annotated[int | None, Query(ge=1)] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    ) -> JobPageOut:
+        if user.role != "operator":
+            owner = user.name
+        page = db.list_jobs(
+            JobFilter(
+                owner=owner,
+                status=status.value if status is not None else None,
+                saved_query=saved_query,
+                before=JobId(before) if before else None,
+                limit=limit,
+            )
+        )
+        return JobPageOut(jobs=[JobOut.of(j) for j in page.jobs], next_cursor=page.next_cursor)
+
+    @app.get("/api/exports/{job_id}", response_model=JobDetailOut, tags=["exports"])
+    def get_export(job_id: int, user: CurrentUser) -> JobDetailOut:
+        return JobDetailOut.of(visible_job(job_id, user))
+
+    @app.post("/api/exports/{job_id}/cancel", response_model=JobOut, tags=["exports"])
+    def cancel_export(job_id: int, user: CurrentUser) -> JobOut:
+        visible_job(job_id, user)
+        reason = "canceled by an operator" if user.role == "operator" else "canceled by its owner"
+        return JobOut.of(db.cancel_job(JobId(job_id), person=user.name, reason=reason))
+
+    @app.post(
+        "/api/exports/{job_id}/rerun", response_model=JobOut, status_code=201, tags=["exports"]
+    )
+    def rerun_export(job_id: int, user: CurrentUser) -> JobOut:
+        old = visible_job(job_id, user).job
+        query = catalog.queries.get(old.saved_query)
+        if query is None:
+            raise ProblemError(
+                409,
+                "Saved query removed",
+                f"the saved query {old.saved_query!r} is no longer in the catalog",
+            )
+        new = new_export(query, dict(old.parameters), owner=user.name, rerun_of=old.id)
+        return JobOut.of(db.create_job(new)[0])
+
+    @app.get(
+        "/api/exports/{job_id}/download",
+        tags=["exports"],
+        status_code=302,
+        responses={409: {}, 410: {}},
+    )
+    def download_export(job_id: int, user: CurrentUser) -> RedirectResponse:
+        job = visible_job(job_id, user).job
+        answer = download_for(job, services.objects, link_seconds=services.link_seconds)
+        if answer.status == 409:
+            raise ProblemError(409, "Not downloadable", answer.detail)
+        if answer.status == 410:
+            raise ProblemError(410, "Gone", answer.detail)
+        return RedirectResponse(str(answer.url), status_code=302)
+
+    @app.get("/api/downloads/{token}", tags=["exports"], responses={403: {}, 410: {}})
+    def serve_download(token: str, request: Request) -> StreamingResponse:
+        try:
+            key, file_name = verify_download(services.link_secret, token)
+        except LinkError as exc:
+            raise ProblemError(
+                410 if exc.expired else 403, "Gone" if exc.expired else "Forbidden", str(exc)
+            ) from None
+        if services.objects.stat(key) is None:
+            raise ProblemError(410, "Gone", "the file is no longer stored")
+        handle = services.objects.read(key)
+        disposition = f'attachment; filename="{file_name}"'
+        media = "application/gzip" if file_name.endswith(".gz") else "text/csv; charset=utf-8"
+        return StreamingResponse(
+            _chunks(handle), media_type=media, headers={"Content-Disposition": disposition}
+        )
+
+    return app
+
+
+def _chunks(handle: Any) -> Any:
+    with handle:
+        while chunk := handle.read(1 << 20):
+            yield chunk
+
+
+def _saved_query(query: Any) -> SavedQueryOut:
+    return SavedQueryOut(
+        name=query.name,
+        title=query.title,
+        description=query.description,
+        source=query.source,
+        parameters=[spec.describe() for spec in query.parameters.values()],
+    )

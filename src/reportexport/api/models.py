@@ -1,0 +1,140 @@
+"""What the API sends and receives. The status enum comes from the fixture, never retyped."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from reportexport.job_status import GRAPH
+from reportexport.store import Job, JobDetail
+
+JobStatus = Enum("JobStatus", {state: state for state in GRAPH.states}, type=str)  # type: ignore[misc]
+
+
+class SavedQueryOut(BaseModel):
+    name: str
+    title: str
+    description: str
+    source: str
+    parameters: list[dict[str, Any]]
+
+
+class ExportIn(BaseModel):
+    saved_query: str = Field(min_length=1, max_length=100)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobOut(BaseModel):
+    id: int
+    owner: str
+    saved_query: str
+    title: str | None
+    status: JobStatus
+    parameters: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    rows_written: int
+    bytes_written: int
+    rows: int | None
+    bytes: int | None
+    sha256: str | None
+    columns: list[str] | None
+    file_name: str | None
+    object_expires_at: datetime | None
+    error_code: str | None
+    error_message: str | None
+    rerun_of: int | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls(
+            id=job.id,
+            owner=job.owner,
+            saved_query=job.saved_query,
+            title=job.options.get("title"),
+            status=JobStatus(job.status),
+            parameters=dict(job.parameters),
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            rows_written=job.rows_written,
+            bytes_written=job.bytes_written,
+            rows=job.object_rows,
+            bytes=job.object_bytes,
+            sha256=job.object_sha256,
+            columns=list(job.columns) if job.columns is not None else None,
+            file_name=job.file_name,
+            object_expires_at=job.object_expires_at,
+            error_code=job.error_code,
+            error_message=job.error_message,
+            rerun_of=job.rerun_of,
+        )
+
+
+class TransitionOut(BaseModel):
+    from_status: JobStatus
+    to_status: JobStatus
+    actor: str
+    person: str | None
+    reason: str | None
+    worker: str | None
+    at: datetime
+
+
+class SideEffectOut(BaseModel):
+    effect: str
+    attempts: int
+    next_attempt_at: datetime
+    last_attempt_at: datetime | None
+    last_error: str | None
+    completed_at: datetime | None
+    given_up_at: datetime | None
+
+
+class JobDetailOut(BaseModel):
+    job: JobOut
+    history: list[TransitionOut]
+    side_effects: list[SideEffectOut]
+
+    @classmethod
+    def of(cls, detail: JobDetail) -> JobDetailOut:
+        return cls(
+            job=JobOut.of(detail.job),
+            history=[
+                TransitionOut(
+                    from_status=JobStatus(h.from_status),
+                    to_status=JobStatus(h.to_status),
+                    actor=h.actor,
+                    person=h.person,
+                    reason=h.reason,
+                    worker=h.worker,
+                    at=h.at,
+                )
+                for h in detail.history
+            ],
+            side_effects=[
+                SideEffectOut(
+                    effect=e.effect,
+                    attempts=e.attempts,
+                    next_attempt_at=e.next_attempt_at,
+                    last_attempt_at=e.last_attempt_at,
+                    last_error=e.last_error,
+                    completed_at=e.completed_at,
+                    given_up_at=e.given_up_at,
+                )
+                for e in detail.side_effects
+            ],
+        )
+
+
+class JobPageOut(BaseModel):
+    jobs: list[JobOut]
+    next_cursor: int | None
+
+
+class Health(BaseModel):
+    healthy: bool

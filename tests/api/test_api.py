@@ -1,0 +1,232 @@
+"""The HTTP API through FastAPI's test client: real stores, a real worker, real objects."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from reportexport.api.app import Services, create_app
+from reportexport.links import sign_download
+from reportexport.objects import ObjectStore
+from reportexport.store import Database
+from reportexport.worker import Worker, WorkerSettings
+from tests.exports.conftest import catalog_for
+from tests.exports.conftest import jobs_db as jobs_db
+from tests.exports.conftest import local_objects as local_objects
+from tests.exports.conftest import sources_dir as sources_dir
+from tests.store.conftest import GRAPH
+
+QUERIES: dict[str, Any] = {
+    "products": {
+        "source": "demo",
+        "title": "Products of a category",
+        "sql": "SELECT * FROM products WHERE category = :category ORDER BY product_id",
+        "parameters": {"category": {"type": "enum", "choices": ["toys", "books"]}},
+    },
+    "endless": {
+        "source": "demo",
+        "sql": "SELECT i FROM range(2000000000) AS t(i)",
+    },
+}
+
+
+@pytest.fixture
+def api(
+    jobs_db: Database,
+    local_objects: ObjectStore,
+    sources_dir: Path,
+) -> Iterator[dict[str, Any]]:
+    catalog = catalog_for(sources_dir, None, QUERIES)
+    services = Services(
+        db=jobs_db, catalog=catalog, objects=local_objects, graph=GRAPH, link_secret=b"secret"
+    )
+    tokens = {name: jobs_db.add_user(name, role)[1] for name, role in
+              (("alice", "user"), ("bob", "user"), ("olga", "operator"))}  # fmt: skip
+    with TestClient(create_app(services)) as client:
+        yield {"client": client, "tokens": tokens, "db": jobs_db, "catalog": catalog,
+               "objects": local_objects}  # fmt: skip
+
+
+def auth(api: dict[str, Any], who: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api['tokens'][who]}"}
+
+
+def create(api: dict[str, Any], who: str = "alice", **body: Any) -> Any:
+    payload = {"saved_query": "products", "parameters": {"category": "toys"}, **body}
+    return api["client"].post("/api/exports", json=payload, headers=auth(api, who))
+
+
+def test_health_and_readiness(api: dict[str, Any]) -> None:
+    client = api["client"]
+    assert client.get("/healthz").json() == {"healthy": True}
+    assert client.get("/readyz").json() == {"healthy": True}
+    assert client.get("/api/graph").json() == dict(GRAPH.document)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/api/saved-queries"), ("GET", "/api/exports"), ("POST", "/api/exports"),
+     ("GET", "/api/exports/1"), ("POST", "/api/exports/1/cancel")],
+)  # fmt: skip
+@pytest.mark.parametrize("header", [None, "Bearer nope", "Basic abc"])
+def test_no_or_a_bad_token_is_401_problem(
+    api: dict[str, Any], method: str, path: str, header: str | None
+) -> None:
+    headers = {"Authorization": header} if header else {}
+    response = api["client"].request(method, path, headers=headers, json={})
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["status"] == 401
+
+
+def test_saved_queries_show_their_parameters(api: dict[str, Any]) -> None:
+    client = api["client"]
+    listed = client.get("/api/saved-queries", headers=auth(api, "alice")).json()
+    assert [q["name"] for q in listed] == ["products", "endless"]
+    one = client.get("/api/saved-queries/products", headers=auth(api, "alice")).json()
+    assert one["parameters"] == [
+        {"name": "category", "type": "enum", "required": True, "choices": ["toys", "books"]}
+    ]
+    missing = client.get("/api/saved-queries/nope", headers=auth(api, "alice"))
+    assert (missing.status_code, missing.json()["title"]) == (404, "Not found")
+
+
+def test_creating_an_export_queues_a_job(api: dict[str, Any]) -> None:
+    response = create(api)
+    assert response.status_code == 201
+    job = response.json()
+    assert (job["status"], job["owner"], job["parameters"]) == (
+        "queued", "alice", {"category": "toys"}
+    )  # fmt: skip
+
+
+def test_a_bad_parameter_is_422_naming_it(api: dict[str, Any]) -> None:
+    response = create(api, parameters={"category": "cars"})
+    assert response.status_code == 422
+    problem = response.json()
+    assert (problem["parameter"], problem["rule"]) == ("category", "choices")
+    assert "cars" in problem["detail"]
+    unknown = create(api, saved_query="nope")
+    assert (unknown.status_code, unknown.json()["parameter"]) == (422, "saved_query")
+
+
+def test_an_idempotency_key_makes_a_retried_post_return_the_same_job(api: dict[str, Any]) -> None:
+    client = api["client"]
+    headers = {**auth(api, "alice"), "Idempotency-Key": "k-1"}
+    body = {"saved_query": "products", "parameters": {"category": "toys"}}
+    first = client.post("/api/exports", json=body, headers=headers)
+    again = client.post("/api/exports", json=body, headers=headers)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["id"] == again.json()["id"]
+    other = client.post("/api/exports", json={**body, "parameters": {"category": "books"}},
+                        headers=headers)  # fmt: skip
+    assert other.status_code == 422
+
+
+def test_users_see_and_cancel_only_their_own_jobs(api: dict[str, Any]) -> None:
+    client = api["client"]
+    job_id = create(api).json()["id"]
+    for method, path in (("GET", f"/api/exports/{job_id}"),
+                         ("POST", f"/api/exports/{job_id}/cancel"),
+                         ("GET", f"/api/exports/{job_id}/download")):  # fmt: skip
+        assert client.request(method, path, headers=auth(api, "bob")).status_code == 404
+    assert client.get("/api/exports", headers=auth(api, "bob")).json()["jobs"] == []
+    everyone = client.get("/api/exports?owner=alice", headers=auth(api, "olga")).json()
+    assert [j["id"] for j in everyone["jobs"]] == [job_id]
+    canceled = client.post(f"/api/exports/{job_id}/cancel", headers=auth(api, "olga"))
+    assert canceled.json()["status"] == "canceled"
+    detail = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()
+    (entry,) = detail["history"]
+    assert (entry["to_status"], entry["actor"], entry["person"]) == ("canceled", "user", "olga")
+    assert [e["effect"] for e in detail["side_effects"]] == ["delete_temp_object"]
+
+
+def test_an_illegal_move_is_409_with_the_graphs_code(api: dict[str, Any]) -> None:
+    client = api["client"]
+    job_id = create(api).json()["id"]
+    client.post(f"/api/exports/{job_id}/cancel", headers=auth(api, "alice"))
+    again = client.post(f"/api/exports/{job_id}/cancel", headers=auth(api, "alice"))
+    assert again.status_code == 409
+    assert again.json()["code"] == "terminal:canceled"
+
+
+def test_listing_filters_by_status_and_pages(api: dict[str, Any]) -> None:
+    client = api["client"]
+    ids = [create(api).json()["id"] for _ in range(3)]
+    client.post(f"/api/exports/{ids[0]}/cancel", headers=auth(api, "alice"))
+    page = client.get("/api/exports?limit=2", headers=auth(api, "alice")).json()
+    assert [j["id"] for j in page["jobs"]] == ids[::-1][:2]
+    rest = client.get(f"/api/exports?limit=2&before={page['next_cursor']}",
+                      headers=auth(api, "alice")).json()  # fmt: skip
+    assert [j["id"] for j in rest["jobs"]] == ids[:1]
+    canceled = client.get("/api/exports?status=canceled", headers=auth(api, "alice")).json()
+    assert [j["id"] for j in canceled["jobs"]] == [ids[0]]
+    invalid = client.get("/api/exports?status=retrying", headers=auth(api, "alice"))
+    assert invalid.status_code == 422
+    assert invalid.headers["content-type"] == "application/problem+json"
+
+
+def test_a_finished_export_downloads_through_a_signed_link(api: dict[str, Any]) -> None:
+    client, db = api["client"], api["db"]
+    job_id = create(api).json()["id"]
+    worker = Worker(db, api["catalog"], api["objects"], WorkerSettings(poll_seconds=0.1))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60
+        while db.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        worker.stop(grace_seconds=0)
+    job = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()["job"]
+    assert job["status"] == "succeeded"
+    redirect = client.get(f"/api/exports/{job_id}/download", headers=auth(api, "alice"),
+                          follow_redirects=False)  # fmt: skip
+    assert redirect.status_code == 302
+    assert redirect.headers["location"].startswith("/api/downloads/")
+    file = client.get(redirect.headers["location"])
+    assert file.status_code == 200
+    assert file.headers["content-disposition"] == f'attachment; filename="{job["file_name"]}"'
+    with api["objects"].read(db.get_job(job_id).job.object_key) as handle:
+        assert file.content == handle.read()
+    assert job["rows"] == len(list(csv.reader(io.StringIO(file.text, newline="")))) - 1
+    expired = sign_download(b"secret", db.get_job(job_id).job.object_key, "x.csv", -1)
+    assert client.get(f"/api/downloads/{expired}").status_code == 410
+    forged = sign_download(b"other", db.get_job(job_id).job.object_key, "x.csv", 60)
+    assert client.get(f"/api/downloads/{forged}").status_code == 403
+    rerun = client.post(f"/api/exports/{job_id}/rerun", headers=auth(api, "alice"))
+    assert (rerun.status_code, rerun.json()["rerun_of"]) == (201, job_id)
+
+
+def test_a_download_before_the_file_exists_is_409(api: dict[str, Any]) -> None:
+    job_id = create(api).json()["id"]
+    response = api["client"].get(f"/api/exports/{job_id}/download", headers=auth(api, "alice"))
+    assert response.status_code == 409
+
+
+def test_the_openapi_status_enum_is_the_fixtures(api: dict[str, Any]) -> None:
+    schema = api["client"].get("/openapi.json").json()
+    assert schema["openapi"].startswith("3.1")
+    assert schema["components"]["schemas"]["JobStatus"]["enum"] == list(GRAPH.states)
+
+
+def test_users_are_added_listed_and_revoked(api: dict[str, Any]) -> None:
+    from datetime import UTC, datetime
+
+    from reportexport.store import StoreError
+
+    db = api["db"]
+    assert [(u.name, u.role) for u in db.list_users()] == [
+        ("alice", "user"), ("bob", "user"), ("olga", "operator")
+    ]  # fmt: skip
+    assert all(u.token_hash != api["tokens"][u.name] for u in db.list_users())  # stored hashed
+    with pytest.raises(StoreError, match="already exists"):
+        db.add_user("alice", "user")
+    assert db.revoke_user("bob", now=datetime.now(UTC))
+    assert api["client"].get("/api/exports", headers=auth(api, "bob")).status_code == 401
