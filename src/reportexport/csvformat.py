@@ -27,7 +27,6 @@ LINE_ENDINGS = {"lf": "\n", "crlf": "\r\n"}
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
 _TRIGGER_CODES = "61, 43, 45, 64, 9, 13, 10"
 
-KINDS = ("text", "integer", "decimal", "float", "boolean", "date", "timestamp", "timestamptz")
 
 
 class CsvOptionError(ValueError):

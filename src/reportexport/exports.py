@@ -107,7 +107,6 @@ class ObjectSink:
         self.object_bytes = 0
         self._sha = hashlib.sha256()
         self._gzip = zlib.compressobj(6, zlib.DEFLATED, 31) if csv.gzip else None
-        self._lock = threading.Lock()
         if csv.bom:
             self.write(BOM)
 

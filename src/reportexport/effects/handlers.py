@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -51,7 +51,6 @@ class Context:
     allow_private: bool = False
     public_url: str = "http://127.0.0.1:8000"
     link_seconds: int = 24 * 3600
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
