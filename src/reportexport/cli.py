@@ -134,6 +134,18 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("id", type=int)
     remove.set_defaults(handler=_lazy("reportexport.commands", "cmd_webhooks_remove"))
 
+    serve = commands.add_parser(
+        "serve", help="API, worker and effects runner in one process (builds the demo if needed)"
+    )
+    _service_options(serve)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--concurrency", type=int, default=2, help="exports at once")
+    serve.add_argument("--grace-seconds", type=float, default=30.0)
+    serve.add_argument("--retention-days", type=float, default=7.0)
+    serve.add_argument("--demo-rows", type=int, default=None, help="orders in a new demo")
+    serve.set_defaults(handler=_lazy("reportexport.serve", "cmd_serve"))
+
     users = commands.add_parser("users", help="people and their API tokens")
     user_actions = users.add_subparsers(dest="action", required=True, metavar="ACTION")
     user_add = user_actions.add_parser("add", help="add a person; prints their token once")

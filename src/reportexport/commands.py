@@ -25,11 +25,11 @@ from reportexport.store import Database, StoreError, open_database
 from reportexport.worker import Worker, WorkerSettings
 
 
-def _catalog(args: argparse.Namespace) -> Catalog:
+def catalog_from(args: argparse.Namespace) -> Catalog:
     return load_catalog(args.catalog or config.default_catalog_path())
 
 
-def _database(args: argparse.Namespace, *, upgrade_embedded: bool = False) -> Database:
+def database_from(args: argparse.Namespace, *, upgrade_embedded: bool = False) -> Database:
     url = args.database or config.default_database_url()
     graph = load_graph(args.graph)
     if upgrade_embedded and url == config.default_database_url() and url.startswith("sqlite:"):
@@ -40,7 +40,7 @@ def _database(args: argparse.Namespace, *, upgrade_embedded: bool = False) -> Da
     return open_database(url, graph)
 
 
-def _objects(args: argparse.Namespace) -> ObjectStore:
+def objects_from(args: argparse.Namespace) -> ObjectStore:
     return open_object_store(
         args.objects or config.default_objects_url(), link_secret=config.link_secret()
     )
@@ -59,14 +59,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.force or not Path(catalog_file).exists():
         write_demo_catalog(Path(catalog_file))
         print(f"wrote the demo catalog {catalog_file}")
-    _database(args, upgrade_embedded=True).close()
+    database_from(args, upgrade_embedded=True).close()
     print("the job store is ready; try: reportexport export orders_by_day --param day=2024-03-05")
     return 0
 
 
 def cmd_queries_list(args: argparse.Namespace) -> int:
     try:
-        catalog = _catalog(args)
+        catalog = catalog_from(args)
     except CatalogError as exc:
         return _catalog_problems(exc)
     for query in catalog.queries.values():
@@ -80,7 +80,7 @@ def cmd_queries_list(args: argparse.Namespace) -> int:
 
 def cmd_queries_check(args: argparse.Namespace) -> int:
     try:
-        catalog = _catalog(args)
+        catalog = catalog_from(args)
     except CatalogError as exc:
         return _catalog_problems(exc)
     except FileNotFoundError as exc:
@@ -99,13 +99,13 @@ def _catalog_problems(exc: CatalogError) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    database = _database(args)
+    database = database_from(args)
     settings = WorkerSettings(
         concurrency=args.concurrency,
         lease_seconds=args.lease_seconds,
         retention_seconds=args.retention_days * 86400,
     )
-    worker = Worker(database, _catalog(args), _objects(args), settings)
+    worker = Worker(database, catalog_from(args), objects_from(args), settings)
     try:
         worker.run_until_signal(grace_seconds=args.grace_seconds)
     finally:
@@ -114,7 +114,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    catalog = _catalog(args)
+    catalog = catalog_from(args)
     query = catalog.queries.get(args.query)
     if query is None:
         print(f"no saved query {args.query!r}; see: reportexport queries list", file=sys.stderr)
@@ -131,8 +131,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ParameterError as exc:
         print(f"reportexport export: {exc}", file=sys.stderr)
         return 2
-    database = _database(args, upgrade_embedded=True)
-    objects = _objects(args)
+    database = database_from(args, upgrade_embedded=True)
+    objects = objects_from(args)
     worker = Worker(database, catalog, objects, WorkerSettings(concurrency=1))
     try:
         job, _ = database.create_job(new)
@@ -174,8 +174,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from reportexport.sweeper import sweep
 
-    with closing(_database(args)) as database:
-        report = sweep(database, _objects(args), dry_run=args.dry_run)
+    with closing(database_from(args)) as database:
+        report = sweep(database, objects_from(args), dry_run=args.dry_run)
     verb = "would delete" if args.dry_run else "deleted"
     for key, why in report.deleted.items():
         print(f"{verb} {key}: {why}")
@@ -198,13 +198,13 @@ def cmd_effects(args: argparse.Namespace) -> int:
     from reportexport.effects.runner import EffectsRunner, RunnerSettings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    database = _database(args)
+    database = database_from(args)
     settings = RunnerSettings(
         batch=args.batch,
         claim_seconds=args.claim_seconds,
         policy=RetryPolicy(max_attempts=args.max_attempts),
     )
-    context = effects_context(database, _objects(args))
+    context = effects_context(database, objects_from(args))
     try:
         runner = EffectsRunner(database, context, load_graph(args.graph), settings)
         if args.once:
@@ -222,7 +222,7 @@ def cmd_effects(args: argparse.Namespace) -> int:
 
 
 def cmd_effects_given_up(args: argparse.Namespace) -> int:
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         for row in database.given_up_side_effects():
             print(f"job {row.job_id} {row.effect}: {row.attempts} attempts, given up at "
                   f"{row.given_up_at:%Y-%m-%d %H:%M:%S}; last error: {row.last_error}")  # fmt: skip
@@ -230,7 +230,7 @@ def cmd_effects_given_up(args: argparse.Namespace) -> int:
 
 
 def cmd_effects_redrive(args: argparse.Namespace) -> int:
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         if not database.redrive_side_effect(args.job, args.effect, now=datetime.now(UTC)):
             print(f"job {args.job} has no given-up side effect {args.effect!r}", file=sys.stderr)
             return 1
@@ -247,7 +247,7 @@ def cmd_webhooks_add(args: argparse.Namespace) -> int:
     except UnsafeDestinationError as exc:
         print(f"reportexport webhooks: {exc}", file=sys.stderr)
         return 2
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         endpoint = database.add_webhook_endpoint(
             owner=None if args.everyone else args.owner, url=args.url, secret=new_secret()
         )
@@ -257,7 +257,7 @@ def cmd_webhooks_add(args: argparse.Namespace) -> int:
 
 
 def cmd_webhooks_list(args: argparse.Namespace) -> int:
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         for e in database.list_webhook_endpoints(args.owner):
             state = (
                 f"disabled {e.disabled_at:%Y-%m-%d} ({e.disabled_reason})"
@@ -271,7 +271,7 @@ def cmd_webhooks_list(args: argparse.Namespace) -> int:
 def cmd_webhooks_rotate(args: argparse.Namespace) -> int:
     from reportexport.webhooks.signing import new_secret
 
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         until = datetime.now(UTC) + timedelta(hours=args.overlap_hours)
         endpoint = database.rotate_webhook_secret(args.id, secret=new_secret(), until=until)
     print(f"endpoint {endpoint.id}: new secret (shown once): {endpoint.secret}")
@@ -280,7 +280,7 @@ def cmd_webhooks_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_webhooks_remove(args: argparse.Namespace) -> int:
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         removed = database.disable_webhook_endpoint(
             args.id, now=datetime.now(UTC), reason="removed by an operator"
         )
@@ -289,14 +289,14 @@ def cmd_webhooks_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_users_add(args: argparse.Namespace) -> int:
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         user, token = database.add_user(args.name, "operator" if args.operator else "user")
     print(f"{user.role} {user.name}: token (shown once, stored hashed): {token}")
     return 0
 
 
 def cmd_users_list(args: argparse.Namespace) -> int:
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         for user in database.list_users():
             state = f"revoked {user.revoked_at:%Y-%m-%d}" if user.revoked_at else "active"
             print(f"{user.name:24} {user.role:9} {state}")
@@ -304,7 +304,7 @@ def cmd_users_list(args: argparse.Namespace) -> int:
 
 
 def cmd_users_revoke(args: argparse.Namespace) -> int:
-    with closing(_database(args)) as database:
+    with closing(database_from(args)) as database:
         revoked = database.revoke_user(args.name, now=datetime.now(UTC))
     print(f"{args.name}: {'revoked' if revoked else 'no active user of that name'}")
     return 0 if revoked else 1

@@ -28,7 +28,6 @@ FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
 _TRIGGER_CODES = "61, 43, 45, 64, 9, 13, 10"
 
 
-
 class CsvOptionError(ValueError):
     pass
 

@@ -1,0 +1,70 @@
+"""`reportexport serve` on a fresh data directory: demo, first people, API, worker, downloads."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "REPORTEXPORT_HOME": str(tmp_path / "var")}
+    env.pop("REPORTEXPORT_DATABASE_URL", None)
+    env.pop("REPORTEXPORT_CATALOG", None)
+    env.pop("REPORTEXPORT_OBJECTS_URL", None)
+    with open(log, "wb") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "reportexport", "serve", "--port", str(port),
+             "--demo-rows", "5000", "--grace-seconds", "1"],
+            env=env, stdout=output, stderr=subprocess.STDOUT, cwd=tmp_path,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        text = log.read_text()
+        tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", text))
+        assert set(tokens) == {"operator", "demo"}, text
+        headers = {"Authorization": f"Bearer {tokens['demo']}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+            assert client.get("/readyz").json() == {"healthy": True}
+            created = client.post(
+                "/api/exports",
+                json={"saved_query": "orders_by_day", "parameters": {"day": "2024-01-05"}},
+            )
+            assert created.status_code == 201, created.text
+            job_id = created.json()["id"]
+            while client.get(f"/api/exports/{job_id}").json()["job"]["finished_at"] is None:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            job = client.get(f"/api/exports/{job_id}").json()["job"]
+            assert job["status"] == "succeeded", job
+            link = client.get(f"/api/exports/{job_id}/download")
+            assert link.status_code == 302
+            csv_file = client.get(link.headers["location"])
+            assert csv_file.status_code == 200
+            assert csv_file.text.startswith("order_id,ordered_at,customer,")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0, log.read_text()
+    assert "token (shown once)" in log.read_text()
