@@ -230,3 +230,40 @@ def test_users_are_added_listed_and_revoked(api: dict[str, Any]) -> None:
         db.add_user("alice", "user")
     assert db.revoke_user("bob", now=datetime.now(UTC))
     assert api["client"].get("/api/exports", headers=auth(api, "bob")).status_code == 401
+
+
+def fair_api(api: dict[str, Any], **rules: int) -> TestClient:
+    from reportexport.api.app import Fairness
+
+    services = Services(
+        db=api["db"], catalog=api["catalog"], objects=api["objects"], graph=GRAPH,
+        link_secret=b"secret", fairness=Fairness(**rules),
+    )  # fmt: skip
+    return TestClient(create_app(services))
+
+
+def test_too_many_unfinished_exports_answer_429_naming_the_limit(api: dict[str, Any]) -> None:
+    client = fair_api(api, max_active=2)
+    body = {"saved_query": "products", "parameters": {"category": "toys"}}
+    for _ in range(2):
+        assert client.post("/api/exports", json=body, headers=auth(api, "alice")).status_code == 201
+    refused = client.post("/api/exports", json=body, headers=auth(api, "alice"))
+    assert refused.status_code == 429
+    assert (refused.json()["limit"], refused.headers["retry-after"]) == ("max_active", "10")
+    assert client.post("/api/exports", json=body, headers=auth(api, "bob")).status_code == 201
+    first = client.get("/api/exports", headers=auth(api, "alice")).json()["jobs"][-1]["id"]
+    client.post(f"/api/exports/{first}/cancel", headers=auth(api, "alice"))
+    assert client.post("/api/exports", json=body, headers=auth(api, "alice")).status_code == 201
+
+
+def test_creating_too_fast_answers_429_with_retry_after(api: dict[str, Any]) -> None:
+    client = fair_api(api, max_per_window=2, window_seconds=60)
+    body = {"saved_query": "products", "parameters": {"category": "toys"}}
+    keyed = {**auth(api, "alice"), "Idempotency-Key": "again"}
+    assert client.post("/api/exports", json=body, headers=keyed).status_code == 201
+    assert client.post("/api/exports", json=body, headers=auth(api, "alice")).status_code == 201
+    refused = client.post("/api/exports", json=body, headers=auth(api, "alice"))
+    assert refused.status_code == 429
+    assert refused.json()["limit"] == "max_per_window"
+    assert refused.headers["retry-after"] == "60"
+    assert client.post("/api/exports", json=body, headers=keyed).status_code == 200  # a retry

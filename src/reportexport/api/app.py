@@ -4,6 +4,7 @@ synchronous stores live."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request, Response
@@ -32,6 +33,16 @@ from reportexport.store.records import User
 
 
 @dataclass(frozen=True, kw_only=True)
+class Fairness:
+    """Per-user limits on exports: at most `max_active` queued or running at once, and at most
+    `max_per_window` created per `window_seconds`."""
+
+    max_active: int = 10
+    max_per_window: int = 60
+    window_seconds: int = 60
+
+
+@dataclass(frozen=True, kw_only=True)
 class Services:
     db: Database
     catalog: Catalog
@@ -39,6 +50,7 @@ class Services:
     graph: Graph
     link_secret: bytes
     link_seconds: int = 3600
+    fairness: Fairness = Fairness()
 
 
 def current_user(request: Request, authorization: Annotated[str | None, Header()] = None) -> User:
@@ -117,6 +129,11 @@ def create_app(services: Services) -> FastAPI:
                 parameter="saved_query",
             )
         new = new_export(query, body.parameters, owner=user.name, idempotency_key=idempotency_key)
+        if (
+            idempotency_key is None
+            or db.job_for_idempotency_key(user.name, idempotency_key) is None
+        ):
+            _check_fairness(services, user.name, response)
         job, created = db.create_job(new)
         if not created:
             if (job.saved_query, dict(job.parameters)) != (new.saved_query, dict(new.parameters)):
@@ -208,6 +225,25 @@ def create_app(services: Services) -> FastAPI:
         )
 
     return app
+
+
+def _check_fairness(services: Services, owner: str, response: Response) -> None:
+    rules = services.fairness
+    window = timedelta(seconds=rules.window_seconds)
+    active, recent = services.db.owner_activity(owner, since=datetime.now(UTC) - window)
+    if active >= rules.max_active:
+        raise ProblemError(
+            429, "Too many exports", f"{active} of your exports are queued or running; "
+            f"at most {rules.max_active} may be at once",
+            limit="max_active", retry_after_seconds=10, headers={"Retry-After": "10"},
+        )  # fmt: skip
+    if recent >= rules.max_per_window:
+        raise ProblemError(
+            429, "Too many exports", f"you created {recent} exports in the last "
+            f"{rules.window_seconds} s; at most {rules.max_per_window} are allowed",
+            limit="max_per_window", retry_after_seconds=rules.window_seconds,
+            headers={"Retry-After": str(rules.window_seconds)},
+        )  # fmt: skip
 
 
 def _chunks(handle: Any) -> Any:

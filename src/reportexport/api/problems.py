@@ -25,7 +25,12 @@ class ProblemError(Exception):
 
 
 def problem_response(
-    request: Request, status: int, title: str, detail: str = "", **extra: Any
+    request: Request,
+    status: int,
+    title: str,
+    detail: str = "",
+    headers: dict[str, str] | None = None,
+    **extra: Any,
 ) -> JSONResponse:
     body = {
         "type": f"https://reportexport.invalid/problems/{title.lower().replace(' ', '-')}",
@@ -35,8 +40,8 @@ def problem_response(
         "instance": request.url.path,
         **extra,
     }
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+    all_headers = {**({"WWW-Authenticate": "Bearer"} if status == 401 else {}), **(headers or {})}
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=all_headers)
 
 
 def install(app: FastAPI) -> None:

@@ -114,6 +114,10 @@ class SqlOperations(UsersQueries):
             job = self._job(conn, row["id"])
         return job, created
 
+    def job_for_idempotency_key(self, owner: str, key: str) -> JobId | None:
+        rows = self._fetch("job_by_idempotency_key", {"owner": owner, "idempotency_key": key})
+        return JobId(rows[0]["id"]) if rows else None
+
     def get_job(self, job_id: JobId) -> JobDetail:
         with self._transaction(write=False) as conn:  # one snapshot for all three reads
             job = self._job(conn, job_id)

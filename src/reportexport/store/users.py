@@ -44,6 +44,11 @@ class UsersQueries(EffectsQueries):
     def revoke_user(self, name: str, *, now: datetime) -> bool:
         return bool(self._fetch("revoke_user", {"name": name, "now": self._timestamp(now)}))
 
+    def owner_activity(self, owner: str, *, since: datetime) -> tuple[int, int]:
+        """(jobs not yet finished, jobs created since `since`) of one owner."""
+        (row,) = self._fetch("owner_activity", {"owner": owner, "since": self._timestamp(since)})
+        return int(row["active"] or 0), int(row["recent"] or 0)
+
     def _user(self, row: object) -> User:
         user: User = from_row(User, row, text_encoded=self.text_encoded)  # type: ignore[arg-type]
         return user

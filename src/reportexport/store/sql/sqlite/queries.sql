@@ -209,3 +209,11 @@ SELECT * FROM users ORDER BY id;
 -- Revoke a person's token.
 UPDATE users SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL
 RETURNING id;
+
+-- owner_activity --
+-- An owner's jobs not yet in a terminal state, and those created since a moment (fairness).
+SELECT count(*) FILTER (WHERE NOT s.is_terminal) AS active,
+       count(*) FILTER (WHERE j.created_at > :since) AS recent
+  FROM jobs j
+  JOIN job_states s ON s.status = j.status
+ WHERE j.owner = :owner;
