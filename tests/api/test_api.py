@@ -267,3 +267,23 @@ def test_creating_too_fast_answers_429_with_retry_after(api: dict[str, Any]) -> 
     assert refused.json()["limit"] == "max_per_window"
     assert refused.headers["retry-after"] == "60"
     assert client.post("/api/exports", json=body, headers=keyed).status_code == 200  # a retry
+
+
+def test_metrics_count_jobs_by_fixture_status_and_edges(api: dict[str, Any]) -> None:
+    client = api["client"]
+    job_id = create(api).json()["id"]
+    create(api)
+    client.post(f"/api/exports/{job_id}/cancel", headers=auth(api, "alice"))
+    text = client.get("/metrics").text
+    for state in GRAPH.states:
+        assert f'reportexport_jobs{{status="{state}"}}' in text
+    assert 'reportexport_jobs{status="queued"} 1.0' in text
+    assert 'reportexport_jobs{status="canceled"} 1.0' in text
+    assert (
+        'reportexport_transitions_total{actor="user",from_status="queued",to_status="canceled"} 1.0'
+        in text
+    )
+    assert 'reportexport_side_effect_attempts_total{effect="delete_temp_object"} 0.0' in text
+    statuses = {line.split('status="')[1].split('"')[0] for line in text.splitlines()
+                if line.startswith("reportexport_jobs{")}  # fmt: skip
+    assert statuses == set(GRAPH.states)

@@ -317,3 +317,31 @@ def test_finish_and_claim_rejects_an_illegal_outcome_before_claiming(db: Databas
             [Outcome(lease=lease, to_status="canceled")], worker="w1", limit=1, lease_seconds=30
         )
     assert db.list_jobs(JobFilter(status="queued")).jobs != ()
+
+
+def test_metrics_snapshot_counts_jobs_edges_exports_and_effects(db: Database) -> None:
+    db.create_job(new_job())
+    lease = claim_one(db)
+    db.finish_jobs([Outcome(lease=lease, to_status="succeeded", published=published())])
+    db.cancel_job(db.create_job(new_job())[0].id, person="alice")
+    snapshot = db.metrics_snapshot()
+    assert snapshot.jobs_by_status == {"succeeded": 1, "canceled": 1}
+    assert snapshot.transitions[("queued", "running", "worker")] == 1
+    assert snapshot.transitions[("queued", "canceled", "user")] == 1
+    assert (snapshot.exports, snapshot.export_rows, snapshot.export_bytes) == (1, 4, 123)
+    assert snapshot.export_seconds >= 0
+    assert snapshot.effect_attempts == {
+        "write_csv_object": 0, "emit_done_webhook": 0, "delete_temp_object": 0
+    }  # fmt: skip
+
+
+def test_owner_activity_counts_unfinished_and_recent_jobs(db: Database) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    first = db.create_job(new_job())[0]
+    db.create_job(new_job())
+    db.create_job(new_job(owner="bob"))
+    db.cancel_job(first.id, person="alice")
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    assert db.owner_activity("alice", since=hour_ago) == (1, 2)
+    assert db.owner_activity("alice", since=datetime.now(UTC) + timedelta(hours=1)) == (1, 0)

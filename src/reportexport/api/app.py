@@ -8,10 +8,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request, Response
-from fastapi.responses import RedirectResponse, StreamingResponse
+from fastapi.responses import PlainTextResponse, RedirectResponse, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from reportexport import __version__
 from reportexport.api import problems
+from reportexport.api.metrics import StoreCollector, metrics_text
 from reportexport.api.models import (
     ExportIn,
     Health,
@@ -97,6 +99,13 @@ def create_app(services: Services) -> FastAPI:
         if not ready:
             response.status_code = 503
         return Health(healthy=ready)
+
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(db, services.graph))
+
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    def metrics() -> PlainTextResponse:
+        return PlainTextResponse(metrics_text(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/api/graph", tags=["lifecycle"])
     def graph() -> dict[str, Any]:

@@ -19,6 +19,7 @@ from reportexport.store.errors import (
     StoreError,
     UnsupportedDatabaseError,
 )
+from reportexport.store.metrics import MetricsSnapshot
 from reportexport.store.records import (
     Claim,
     ClaimedEffect,
@@ -190,6 +191,8 @@ class Users(Protocol):
     def revoke_user(self, name: str, *, now: datetime) -> bool: ...
 
     def owner_activity(self, owner: str, *, since: datetime) -> tuple[int, int]: ...
+
+    def metrics_snapshot(self) -> MetricsSnapshot: ...
 
 
 class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Users, Protocol):

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from reportexport.graph import Graph
 from reportexport.job_status import check_transition
 from reportexport.store.errors import JobNotFoundError, StaleStatusError, StoreError
+from reportexport.store.metrics import MetricsQueries
 from reportexport.store.records import (
     Claim,
     HistoryEntry,
@@ -30,7 +31,6 @@ from reportexport.store.records import (
     SideEffect,
     from_row,
 )
-from reportexport.store.users import UsersQueries
 
 CANCEL_ATTEMPTS = 5
 
@@ -48,7 +48,7 @@ class Connection(Protocol):
     def execute(self, query: Any, params: Any = ...) -> Any: ...
 
 
-class SqlOperations(UsersQueries):
+class SqlOperations(MetricsQueries):
     graph: Graph
     queries: Mapping[str, str]
 

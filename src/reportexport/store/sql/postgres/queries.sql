@@ -227,3 +227,24 @@ SELECT count(*) FILTER (WHERE NOT s.is_terminal) AS active,
   FROM jobs j
   JOIN job_states s ON s.status = j.status
  WHERE j.owner = %(owner)s;
+
+-- jobs_by_status --
+-- How many jobs are in each status (metrics).
+SELECT status, count(*) AS n FROM jobs GROUP BY status;
+
+-- transitions_by_edge --
+-- How many times each edge was taken, by actor (metrics).
+SELECT from_status, to_status, actor, count(*) AS n
+  FROM job_history GROUP BY from_status, to_status, actor;
+
+-- export_totals --
+-- Succeeded exports: how many, their rows, bytes and running seconds (metrics).
+SELECT count(*) AS n, coalesce(sum(object_rows), 0) AS rows_total,
+       coalesce(sum(object_bytes), 0) AS bytes_total,
+       coalesce(sum(extract(epoch FROM finished_at - started_at)), 0) AS seconds_total
+  FROM jobs WHERE status = 'succeeded';
+
+-- side_effect_totals --
+-- Attempts and given-up rows per side effect (metrics).
+SELECT effect, coalesce(sum(attempts), 0) AS attempts, count(given_up_at) AS given_up
+  FROM job_side_effects GROUP BY effect;

@@ -1,0 +1,38 @@
+"""Counts for /metrics, read from the database at scrape time, so every process agrees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportexport.store.users import UsersQueries
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricsSnapshot:
+    jobs_by_status: dict[str, int]
+    transitions: dict[tuple[str, str, str], int]
+    exports: int
+    export_rows: int
+    export_bytes: int
+    export_seconds: float
+    effect_attempts: dict[str, int]
+    effects_given_up: dict[str, int]
+
+
+class MetricsQueries(UsersQueries):
+    def metrics_snapshot(self) -> MetricsSnapshot:
+        (totals,) = self._fetch("export_totals", {})
+        effects = self._fetch("side_effect_totals", {})
+        return MetricsSnapshot(
+            jobs_by_status={r["status"]: int(r["n"]) for r in self._fetch("jobs_by_status", {})},
+            transitions={
+                (r["from_status"], r["to_status"], r["actor"]): int(r["n"])
+                for r in self._fetch("transitions_by_edge", {})
+            },
+            exports=int(totals["n"]),
+            export_rows=int(totals["rows_total"]),
+            export_bytes=int(totals["bytes_total"]),
+            export_seconds=float(totals["seconds_total"]),
+            effect_attempts={r["effect"]: int(r["attempts"]) for r in effects},
+            effects_given_up={r["effect"]: int(r["given_up"]) for r in effects},
+        )
