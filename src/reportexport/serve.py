@@ -63,6 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 objects=objects,
                 graph=graph,
                 link_secret=config.link_secret(),
+                webhooks_allow_private=config.webhooks_allow_private(),
             )
         )
         worker.start()

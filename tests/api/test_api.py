@@ -287,3 +287,64 @@ def test_metrics_count_jobs_by_fixture_status_and_edges(api: dict[str, Any]) -> 
     statuses = {line.split('status="')[1].split('"')[0] for line in text.splitlines()
                 if line.startswith("reportexport_jobs{")}  # fmt: skip
     assert statuses == set(GRAPH.states)
+
+
+def hooks_api(api: dict[str, Any]) -> TestClient:
+    services = Services(
+        db=api["db"], catalog=api["catalog"], objects=api["objects"], graph=GRAPH,
+        link_secret=b"secret", webhooks_allow_private=True,
+    )  # fmt: skip
+    return TestClient(create_app(services))
+
+
+def test_webhook_endpoints_are_managed_by_their_owner(api: dict[str, Any]) -> None:
+    from standardwebhooks import Webhook
+
+    from tests.effects.receiver import Receiver, running_receiver
+
+    client = hooks_api(api)
+    with running_receiver(Receiver()) as receiver:
+        created = client.post(
+            "/api/webhooks", json={"url": receiver.url}, headers=auth(api, "alice")
+        )
+        assert created.status_code == 201
+        hook = created.json()
+        assert hook["secret"].startswith("whsec_")
+        assert hook["owner"] == "alice"
+        listed = client.get("/api/webhooks", headers=auth(api, "alice")).json()
+        assert [h["id"] for h in listed] == [hook["id"]]
+        assert "secret" not in listed[0]
+        assert client.get("/api/webhooks", headers=auth(api, "bob")).json() == []
+        assert client.post(f"/api/webhooks/{hook['id']}/test",
+                           headers=auth(api, "bob")).status_code == 404  # fmt: skip
+        tested = client.post(f"/api/webhooks/{hook['id']}/test", headers=auth(api, "alice"))
+        assert tested.json() == {"delivered": True, "response_status": 200, "problem": None}
+        (delivery,) = receiver.received
+        assert Webhook(hook["secret"]).verify(delivery.body, delivery.headers)["type"] == (
+            "webhook.test"
+        )
+        rotated = client.post(f"/api/webhooks/{hook['id']}/rotate", headers=auth(api, "alice"))
+        assert rotated.json()["secret"] != hook["secret"]
+        assert client.delete(f"/api/webhooks/{hook['id']}",
+                             headers=auth(api, "alice")).status_code == 204  # fmt: skip
+        assert client.get("/api/webhooks", headers=auth(api, "alice")).json()[0]["disabled_at"]
+
+
+def test_only_operators_register_the_global_endpoint_or_redrive(api: dict[str, Any]) -> None:
+    client = hooks_api(api)
+    body = {"url": "http://127.0.0.1:9/all", "everyone": True}
+    assert client.post("/api/webhooks", json=body, headers=auth(api, "alice")).status_code == 403
+    made = client.post("/api/webhooks", json=body, headers=auth(api, "olga"))
+    assert (made.status_code, made.json()["owner"]) == (201, None)
+    job_id = create(api).json()["id"]
+    redrive = f"/api/side-effects/{job_id}/emit_failed_webhook/redrive"
+    assert client.post(redrive, headers=auth(api, "alice")).status_code == 403
+    assert client.post(redrive, headers=auth(api, "olga")).status_code == 409
+
+
+def test_an_unsafe_webhook_url_is_refused(api: dict[str, Any]) -> None:
+    refused = api["client"].post("/api/webhooks", json={"url": "http://169.254.169.254/x"},
+                                 headers=auth(api, "alice"))  # fmt: skip
+    assert refused.status_code == 422
+    assert refused.json()["parameter"] == "url"
+    assert "link-local" in refused.json()["detail"]

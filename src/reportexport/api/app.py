@@ -3,10 +3,12 @@ synchronous stores live."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
+import httpx
 from fastapi import Depends, FastAPI, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse, RedirectResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
@@ -22,6 +24,10 @@ from reportexport.api.models import (
     JobPageOut,
     JobStatus,
     SavedQueryOut,
+    WebhookCreated,
+    WebhookIn,
+    WebhookOut,
+    WebhookTestOut,
 )
 from reportexport.api.problems import ProblemError
 from reportexport.catalog import Catalog
@@ -32,6 +38,9 @@ from reportexport.links import LinkError, verify_download
 from reportexport.objects import ObjectStore
 from reportexport.store import Database, JobFilter, JobId, JobNotFoundError
 from reportexport.store.records import User
+from reportexport.webhooks.sender import send
+from reportexport.webhooks.signing import new_secret, signed_headers
+from reportexport.webhooks.ssrf import UnsafeDestinationError, check_destination
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +62,7 @@ class Services:
     link_secret: bytes
     link_seconds: int = 3600
     fairness: Fairness = Fairness()
+    webhooks_allow_private: bool = False
 
 
 def current_user(request: Request, authorization: Annotated[str | None, Header()] = None) -> User:
@@ -232,6 +242,78 @@ def create_app(services: Services) -> FastAPI:
         return StreamingResponse(
             _chunks(handle), media_type=media, headers={"Content-Disposition": disposition}
         )
+
+    @app.post("/api/side-effects/{job_id}/{effect}/redrive", tags=["operators"],
+              status_code=204)  # fmt: skip
+    def redrive_side_effect(job_id: int, effect: str, user: CurrentUser) -> Response:
+        if user.role != "operator":
+            raise ProblemError(403, "Forbidden", "only operators re-drive side effects")
+        visible_job(job_id, user)
+        if not db.redrive_side_effect(job_id, effect, now=datetime.now(UTC)):
+            raise ProblemError(409, "Not given up",
+                               f"job {job_id} has no given-up side effect {effect!r}")  # fmt: skip
+        return Response(status_code=204)
+
+    @app.post("/api/webhooks", response_model=WebhookCreated, status_code=201, tags=["webhooks"])
+    def add_webhook(body: WebhookIn, user: CurrentUser) -> WebhookCreated:
+        if body.everyone and user.role != "operator":
+            raise ProblemError(403, "Forbidden", "only operators register the global endpoint")
+        try:
+            check_destination(body.url, allow_private=services.webhooks_allow_private)
+        except UnsafeDestinationError as exc:
+            raise ProblemError(422, "Unsafe webhook URL", str(exc), parameter="url") from None
+        endpoint = db.add_webhook_endpoint(
+            owner=None if body.everyone else user.name, url=body.url, secret=new_secret()
+        )
+        return WebhookCreated(**WebhookOut.of(endpoint).model_dump(), secret=endpoint.secret)
+
+    @app.get("/api/webhooks", response_model=list[WebhookOut], tags=["webhooks"])
+    def list_webhooks(user: CurrentUser) -> list[WebhookOut]:
+        owner = None if user.role == "operator" else user.name
+        return [WebhookOut.of(e) for e in db.list_webhook_endpoints(owner)]
+
+    def own_endpoint(endpoint_id: int, user: User) -> Any:
+        try:
+            endpoint = db.get_webhook_endpoint(endpoint_id)
+        except LookupError:
+            endpoint = None
+        if endpoint is None or (user.role != "operator" and endpoint.owner != user.name):
+            raise ProblemError(404, "Not found", f"no webhook endpoint {endpoint_id}")
+        return endpoint
+
+    @app.post("/api/webhooks/{endpoint_id}/rotate", response_model=WebhookCreated,
+              tags=["webhooks"])  # fmt: skip
+    def rotate_webhook(endpoint_id: int, user: CurrentUser) -> WebhookCreated:
+        own_endpoint(endpoint_id, user)
+        until = datetime.now(UTC) + timedelta(hours=24)
+        endpoint = db.rotate_webhook_secret(endpoint_id, secret=new_secret(), until=until)
+        return WebhookCreated(**WebhookOut.of(endpoint).model_dump(), secret=endpoint.secret)
+
+    @app.delete("/api/webhooks/{endpoint_id}", status_code=204, tags=["webhooks"])
+    def remove_webhook(endpoint_id: int, user: CurrentUser) -> Response:
+        own_endpoint(endpoint_id, user)
+        db.disable_webhook_endpoint(endpoint_id, now=datetime.now(UTC),
+                                    reason=f"removed by {user.name}")  # fmt: skip
+        return Response(status_code=204)
+
+    @app.post("/api/webhooks/{endpoint_id}/test", response_model=WebhookTestOut,
+              tags=["webhooks"])  # fmt: skip
+    def test_webhook(endpoint_id: int, user: CurrentUser) -> WebhookTestOut:
+        endpoint = own_endpoint(endpoint_id, user)
+        now = datetime.now(UTC)
+        body = json.dumps({"type": "webhook.test", "timestamp": now.isoformat(), "data": {}})
+        try:
+            destination = check_destination(
+                endpoint.url, allow_private=services.webhooks_allow_private
+            )
+        except UnsafeDestinationError as exc:
+            return WebhookTestOut(delivered=False, response_status=None, problem=str(exc))
+        headers = signed_headers(endpoint.secrets(now), f"msg_test_{now.timestamp():.0f}", now,
+                                 body)  # fmt: skip
+        with httpx.Client(timeout=10.0, follow_redirects=False) as client:
+            answer = send(client, destination, headers, body)
+        return WebhookTestOut(delivered=answer.ok, response_status=answer.status,
+                              problem=answer.error)  # fmt: skip
 
     return app
 

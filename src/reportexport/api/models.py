@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from reportexport.job_status import GRAPH
 from reportexport.store import Job, JobDetail
+from reportexport.store.records import WebhookEndpoint
 
 JobStatus = Enum("JobStatus", {state: state for state in GRAPH.states}, type=str)  # type: ignore[misc]
 
@@ -138,3 +139,38 @@ class JobPageOut(BaseModel):
 
 class Health(BaseModel):
     healthy: bool
+
+
+class WebhookIn(BaseModel):
+    url: str = Field(min_length=8, max_length=2000)
+    everyone: bool = Field(default=False, description="the global endpoint (operators only)")
+
+
+class WebhookOut(BaseModel):
+    id: int
+    owner: str | None
+    url: str
+    created_at: datetime
+    disabled_at: datetime | None
+    disabled_reason: str | None
+
+    @classmethod
+    def of(cls, endpoint: WebhookEndpoint) -> WebhookOut:
+        return cls(
+            id=endpoint.id,
+            owner=endpoint.owner,
+            url=endpoint.url,
+            created_at=endpoint.created_at,
+            disabled_at=endpoint.disabled_at,
+            disabled_reason=endpoint.disabled_reason,
+        )
+
+
+class WebhookCreated(WebhookOut):
+    secret: str = Field(description="shown once; sign-check deliveries with it")
+
+
+class WebhookTestOut(BaseModel):
+    delivered: bool
+    response_status: int | None
+    problem: str | None
