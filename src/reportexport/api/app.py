@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import httpx
 from fastapi import Depends, FastAPI, Header, Query, Request, Response
+from fastapi import Path as PathParam
 from fastapi.responses import PlainTextResponse, RedirectResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
@@ -17,6 +18,7 @@ from reportexport import __version__
 from reportexport.api import problems
 from reportexport.api.metrics import StoreCollector, metrics_text
 from reportexport.api.models import (
+    PROBLEM_RESPONSES,
     ExportIn,
     Health,
     JobDetailOut,
@@ -77,6 +79,9 @@ def current_user(request: Request, authorization: Annotated[str | None, Header()
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
+MAX_ID = 2**63 - 1  # ids are 64-bit in both databases
+JobIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID)]
+EndpointIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID)]
 
 
 def create_app(services: Services) -> FastAPI:
@@ -85,6 +90,7 @@ def create_app(services: Services) -> FastAPI:
         version=__version__,
         description="Asynchronous CSV exports of saved queries on a frozen job lifecycle.",
         openapi_url="/openapi.json",
+        responses=PROBLEM_RESPONSES,
     )
     app.state.services = services
     problems.install(app)
@@ -170,7 +176,7 @@ def create_app(services: Services) -> FastAPI:
         status: JobStatus | None = None,
         saved_query: str | None = None,
         owner: str | None = None,
-        before: Annotated[int | None, Query(ge=1)] = None,
+        before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
     ) -> JobPageOut:
         if user.role != "operator":
@@ -187,11 +193,11 @@ def create_app(services: Services) -> FastAPI:
         return JobPageOut(jobs=[JobOut.of(j) for j in page.jobs], next_cursor=page.next_cursor)
 
     @app.get("/api/exports/{job_id}", response_model=JobDetailOut, tags=["exports"])
-    def get_export(job_id: int, user: CurrentUser) -> JobDetailOut:
+    def get_export(job_id: JobIdIn, user: CurrentUser) -> JobDetailOut:
         return JobDetailOut.of(visible_job(job_id, user))
 
     @app.post("/api/exports/{job_id}/cancel", response_model=JobOut, tags=["exports"])
-    def cancel_export(job_id: int, user: CurrentUser) -> JobOut:
+    def cancel_export(job_id: JobIdIn, user: CurrentUser) -> JobOut:
         visible_job(job_id, user)
         reason = "canceled by an operator" if user.role == "operator" else "canceled by its owner"
         return JobOut.of(db.cancel_job(JobId(job_id), person=user.name, reason=reason))
@@ -199,7 +205,7 @@ def create_app(services: Services) -> FastAPI:
     @app.post(
         "/api/exports/{job_id}/rerun", response_model=JobOut, status_code=201, tags=["exports"]
     )
-    def rerun_export(job_id: int, user: CurrentUser) -> JobOut:
+    def rerun_export(job_id: JobIdIn, user: CurrentUser) -> JobOut:
         old = visible_job(job_id, user).job
         query = catalog.queries.get(old.saved_query)
         if query is None:
@@ -217,7 +223,7 @@ def create_app(services: Services) -> FastAPI:
         status_code=302,
         responses={409: {}, 410: {}},
     )
-    def download_export(job_id: int, user: CurrentUser) -> RedirectResponse:
+    def download_export(job_id: JobIdIn, user: CurrentUser) -> RedirectResponse:
         job = visible_job(job_id, user).job
         answer = download_for(job, services.objects, link_seconds=services.link_seconds)
         if answer.status == 409:
@@ -245,7 +251,7 @@ def create_app(services: Services) -> FastAPI:
 
     @app.post("/api/side-effects/{job_id}/{effect}/redrive", tags=["operators"],
               status_code=204)  # fmt: skip
-    def redrive_side_effect(job_id: int, effect: str, user: CurrentUser) -> Response:
+    def redrive_side_effect(job_id: JobIdIn, effect: str, user: CurrentUser) -> Response:
         if user.role != "operator":
             raise ProblemError(403, "Forbidden", "only operators re-drive side effects")
         visible_job(job_id, user)
@@ -283,14 +289,14 @@ def create_app(services: Services) -> FastAPI:
 
     @app.post("/api/webhooks/{endpoint_id}/rotate", response_model=WebhookCreated,
               tags=["webhooks"])  # fmt: skip
-    def rotate_webhook(endpoint_id: int, user: CurrentUser) -> WebhookCreated:
+    def rotate_webhook(endpoint_id: EndpointIdIn, user: CurrentUser) -> WebhookCreated:
         own_endpoint(endpoint_id, user)
         until = datetime.now(UTC) + timedelta(hours=24)
         endpoint = db.rotate_webhook_secret(endpoint_id, secret=new_secret(), until=until)
         return WebhookCreated(**WebhookOut.of(endpoint).model_dump(), secret=endpoint.secret)
 
     @app.delete("/api/webhooks/{endpoint_id}", status_code=204, tags=["webhooks"])
-    def remove_webhook(endpoint_id: int, user: CurrentUser) -> Response:
+    def remove_webhook(endpoint_id: EndpointIdIn, user: CurrentUser) -> Response:
         own_endpoint(endpoint_id, user)
         db.disable_webhook_endpoint(endpoint_id, now=datetime.now(UTC),
                                     reason=f"removed by {user.name}")  # fmt: skip
@@ -298,7 +304,7 @@ def create_app(services: Services) -> FastAPI:
 
     @app.post("/api/webhooks/{endpoint_id}/test", response_model=WebhookTestOut,
               tags=["webhooks"])  # fmt: skip
-    def test_webhook(endpoint_id: int, user: CurrentUser) -> WebhookTestOut:
+    def test_webhook(endpoint_id: EndpointIdIn, user: CurrentUser) -> WebhookTestOut:
         endpoint = own_endpoint(endpoint_id, user)
         now = datetime.now(UTC)
         body = json.dumps({"type": "webhook.test", "timestamp": now.isoformat(), "data": {}})

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from reportexport.job_status import GRAPH
 from reportexport.store import Job, JobDetail
@@ -174,3 +174,33 @@ class WebhookTestOut(BaseModel):
     delivered: bool
     response_status: int | None
     problem: str | None
+
+
+class ProblemOut(BaseModel):
+    """RFC 9457 problem details; some problems add fields (code, parameter, rule, limit)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str
+
+
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {
+        "model": ProblemOut,
+        "description": description,
+        "content": {"application/problem+json": {"schema": ProblemOut.model_json_schema()}},
+    }
+    for status, description in {
+        401: "No valid bearer token",
+        403: "Not allowed for this person",
+        404: "No such thing, or not yours",
+        409: "Not possible in the job's status (the graph's code)",
+        410: "Gone: the file expired",
+        422: "Invalid request or parameter",
+        429: "Over a fairness limit",
+    }.items()
+}
