@@ -200,6 +200,8 @@ def test_a_finished_export_downloads_through_a_signed_link(api: dict[str, Any]) 
     assert client.get(f"/api/downloads/{expired}").status_code == 410
     forged = sign_download(b"other", db.get_job(job_id).job.object_key, "x.csv", 60)
     assert client.get(f"/api/downloads/{forged}").status_code == 403
+    downloads = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()
+    assert [d["person"] for d in downloads["downloads"]] == ["alice"]  # each download recorded
     rerun = client.post(f"/api/exports/{job_id}/rerun", headers=auth(api, "alice"))
     assert (rerun.status_code, rerun.json()["rerun_of"]) == (201, job_id)
 

@@ -345,3 +345,12 @@ def test_owner_activity_counts_unfinished_and_recent_jobs(db: Database) -> None:
     hour_ago = datetime.now(UTC) - timedelta(hours=1)
     assert db.owner_activity("alice", since=hour_ago) == (1, 2)
     assert db.owner_activity("alice", since=datetime.now(UTC) + timedelta(hours=1)) == (1, 0)
+
+
+def test_downloads_are_recorded_with_person_and_time(db: Database) -> None:
+    job = db.create_job(new_job())[0]
+    db.record_download(job.id, "alice")
+    db.record_download(job.id, "olga")
+    downloads = db.job_downloads(job.id)
+    assert [person for person, _ in downloads] == ["alice", "olga"]
+    assert downloads[0][1] <= downloads[1][1]

@@ -194,7 +194,7 @@ def create_app(services: Services) -> FastAPI:
 
     @app.get("/api/exports/{job_id}", response_model=JobDetailOut, tags=["exports"])
     def get_export(job_id: JobIdIn, user: CurrentUser) -> JobDetailOut:
-        return JobDetailOut.of(visible_job(job_id, user))
+        return JobDetailOut.of(visible_job(job_id, user), db.job_downloads(job_id))
 
     @app.post("/api/exports/{job_id}/cancel", response_model=JobOut, tags=["exports"])
     def cancel_export(job_id: JobIdIn, user: CurrentUser) -> JobOut:
@@ -230,6 +230,7 @@ def create_app(services: Services) -> FastAPI:
             raise ProblemError(409, "Not downloadable", answer.detail)
         if answer.status == 410:
             raise ProblemError(410, "Gone", answer.detail)
+        db.record_download(job_id, user.name)
         return RedirectResponse(str(answer.url), status_code=302)
 
     @app.get("/api/downloads/{token}", tags=["exports"], responses={403: {}, 410: {}})

@@ -96,14 +96,23 @@ class SideEffectOut(BaseModel):
     given_up_at: datetime | None
 
 
+class DownloadOut(BaseModel):
+    person: str
+    at: datetime
+
+
 class JobDetailOut(BaseModel):
     job: JobOut
     history: list[TransitionOut]
     side_effects: list[SideEffectOut]
+    downloads: list[DownloadOut] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, detail: JobDetail) -> JobDetailOut:
+    def of(
+        cls, detail: JobDetail, downloads: list[tuple[str, datetime]] | None = None
+    ) -> JobDetailOut:
         return cls(
+            downloads=[DownloadOut(person=p, at=at) for p, at in downloads or ()],
             job=JobOut.of(detail.job),
             history=[
                 TransitionOut(

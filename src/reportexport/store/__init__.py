@@ -194,6 +194,10 @@ class Users(Protocol):
 
     def metrics_snapshot(self) -> MetricsSnapshot: ...
 
+    def record_download(self, job_id: int, person: str) -> None: ...
+
+    def job_downloads(self, job_id: int) -> list[tuple[str, datetime]]: ...
+
 
 class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Users, Protocol):
     """A backend plays both roles and can build and check its own schema."""

@@ -49,6 +49,17 @@ class UsersQueries(EffectsQueries):
         (row,) = self._fetch("owner_activity", {"owner": owner, "since": self._timestamp(since)})
         return int(row["active"] or 0), int(row["recent"] or 0)
 
+    def record_download(self, job_id: int, person: str) -> None:
+        self._fetch("record_download", {"job_id": job_id, "person": person})
+
+    def job_downloads(self, job_id: int) -> list[tuple[str, datetime]]:
+        """(person, when) of every download link given out for a job."""
+        rows = self._fetch("job_downloads", {"job_id": job_id})
+        return [
+            (r["person"], datetime.fromisoformat(r["at"]) if isinstance(r["at"], str) else r["at"])
+            for r in rows
+        ]
+
     def _user(self, row: object) -> User:
         user: User = from_row(User, row, text_encoded=self.text_encoded)  # type: ignore[arg-type]
         return user

@@ -238,3 +238,12 @@ SELECT count(*) AS n, coalesce(sum(object_rows), 0) AS rows_total,
 -- Attempts and given-up rows per side effect (metrics).
 SELECT effect, coalesce(sum(attempts), 0) AS attempts, count(given_up_at) AS given_up
   FROM job_side_effects GROUP BY effect;
+
+-- record_download --
+-- A person asked for a job's download link.
+INSERT INTO job_downloads (job_id, person) VALUES (:job_id, :person)
+RETURNING id;
+
+-- job_downloads --
+-- A job's downloads, oldest first.
+SELECT person, at FROM job_downloads WHERE job_id = :job_id ORDER BY id;
