@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import shutil
 import sys
 import time
@@ -19,6 +18,7 @@ from reportexport.demo import DEFAULT_ROWS, build_demo_database, write_demo_cata
 from reportexport.effects.handlers import Context
 from reportexport.exports import new_export
 from reportexport.graph import load_graph
+from reportexport.logs import configure_logging
 from reportexport.objects import ObjectStore, open_object_store
 from reportexport.parameters import ParameterError
 from reportexport.store import Database, StoreError, open_database
@@ -98,7 +98,7 @@ def _catalog_problems(exc: CatalogError) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging()
     database = database_from(args)
     settings = WorkerSettings(
         concurrency=args.concurrency,
@@ -197,7 +197,7 @@ def cmd_effects(args: argparse.Namespace) -> int:
     from reportexport.effects.backoff import RetryPolicy
     from reportexport.effects.runner import EffectsRunner, RunnerSettings
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging()
     database = database_from(args)
     settings = RunnerSettings(
         batch=args.batch,

@@ -26,13 +26,14 @@ from reportexport.commands import cmd_demo, database_from, objects_from
 from reportexport.effects.handlers import Context
 from reportexport.effects.runner import EffectsRunner
 from reportexport.graph import load_graph
+from reportexport.logs import configure_logging
 from reportexport.worker import Worker, WorkerSettings
 
 log = logging.getLogger("reportexport.serve")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging()
     catalog_path = Path(args.catalog or config.default_catalog_path())
     embedded = (args.database or config.default_database_url()) == config.default_database_url()
     if embedded and not catalog_path.exists():

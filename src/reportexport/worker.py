@@ -185,7 +185,8 @@ class Worker:
                 # Canceled or reaped while publishing: no object may outlive a job that did
                 # not succeed.
                 self.objects.delete(published.key)
-                log.info("job %s ended elsewhere; its published object was deleted", job.id)
+                log.info("job %s ended elsewhere; its published object was deleted", job.id,
+                         extra={"job_id": job.id})  # fmt: skip
         except ExportCanceledError as stop:
             self._abort(temp)
             if stop.reason in STOP_MESSAGES:
@@ -200,7 +201,7 @@ class Worker:
             self._abort(temp)
             self._fail(running, "publish_conflict", str(exc))
         except Exception:
-            log.exception("job %s: export failed unexpectedly", job.id)
+            log.exception("job %s: export failed unexpectedly", job.id, extra={"job_id": job.id})
             self._abort(temp)
             self._fail(running, "internal_error", "the export failed; operators can see why")
         finally:
@@ -219,7 +220,8 @@ class Worker:
         try:
             self.db.finish_jobs([outcome])
         except Exception:
-            log.exception("job %s: recording the failure failed", running.lease.job_id)
+            log.exception("job %s: recording the failure failed", running.lease.job_id,
+                          extra={"job_id": running.lease.job_id})  # fmt: skip
 
     def _abort(self, temp: TempObject | None) -> None:
         if temp is None:
@@ -257,7 +259,8 @@ class Worker:
                     for job_id in self.db.reap_expired(
                         settings.worker_id, grace_seconds=settings.reap_grace_seconds
                     ):
-                        log.warning("job %s: lease expired, failed by the reaper", job_id)
+                        log.warning("job %s: lease expired, failed by the reaper", job_id,
+                                    extra={"job_id": job_id})  # fmt: skip
                 except Exception:
                     log.exception("reaping expired leases failed")
             self._stopped.wait(settings.progress_seconds)
@@ -283,7 +286,8 @@ class Worker:
         except StaleStatusError:
             item.cancel.cancel("stale")  # canceled by a person, or reaped: stop, end nothing
         except Exception:
-            log.exception("job %s: recording progress failed", item.lease.job_id)
+            log.exception("job %s: recording progress failed", item.lease.job_id,
+                          extra={"job_id": item.lease.job_id})  # fmt: skip
 
 
 class _Slot:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -110,6 +111,9 @@ def test_sigterm_lets_the_worker_end_running_exports_and_exit(
         assert worker.wait(timeout=60) == 0
         ended = db.get_job(job.id).job
         assert (ended.status, ended.error_code) == ("failed", "worker_shutdown")
+        log_lines = (setup[0].parent / "worker.log").read_text().splitlines()
+        assert log_lines
+        assert all(json.loads(line)["logger"].startswith("reportexport") for line in log_lines)
         assert list(objects.list_objects()) == []
     finally:
         if worker.poll() is None:

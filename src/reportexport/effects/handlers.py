@@ -77,7 +77,8 @@ def write_csv_object(ctx: Context, job: Job, effect: SideEffect) -> Outcome:
     """Check the object published before `succeeded`: an alarm if wrong, never a re-run."""
     problems = verify_published(job, ctx.objects)
     if problems:
-        log.error("job %s: the published object does not match its job: %s", job.id, problems)
+        log.error("job %s: the published object does not match its job: %s", job.id, problems,
+                  extra={"job_id": job.id, "effect": effect.effect})  # fmt: skip
         return Outcome(done=True, note="ALARM: " + "; ".join(problems))
     return Outcome(done=True)
 

@@ -95,7 +95,8 @@ class EffectsRunner:
             job = self.db.get_job(effect.job_id).job
             outcome = self.handlers[effect.effect](self.context, job, effect)
         except Exception as exc:
-            log.exception("job %s: side effect %s failed", effect.job_id, effect.effect)
+            log.exception("job %s: side effect %s failed", effect.job_id, effect.effect,
+                          extra={"job_id": effect.job_id, "effect": effect.effect})  # fmt: skip
             outcome = Outcome(done=False, note=f"{type(exc).__name__}: {exc}"[:1000])
         now = self.clock()
         if outcome.done:
@@ -113,7 +114,8 @@ class EffectsRunner:
         )
         if give_up:
             log.error("job %s: side effect %s given up after %s attempts",
-                      effect.job_id, effect.effect, attempts)  # fmt: skip
+                      effect.job_id, effect.effect, attempts,
+                      extra={"job_id": effect.job_id, "effect": effect.effect})  # fmt: skip
 
 
 def utcnow() -> datetime:
