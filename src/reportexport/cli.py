@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("-o", "--output", type=Path, help="write the CSV here")
     export.add_argument("--owner", default=os.environ.get("USER", "cli"))
+    _remote_options(export)
+    export.add_argument("--wait", action="store_true", help="follow the job until it ends")
     export.set_defaults(handler=_lazy("reportexport.commands", "cmd_export"))
 
     effects = commands.add_parser(
@@ -161,6 +163,18 @@ def build_parser() -> argparse.ArgumentParser:
     user_revoke.add_argument("name")
     user_revoke.set_defaults(handler=_lazy("reportexport.commands", "cmd_users_revoke"))
 
+    jobs = commands.add_parser("jobs", help="your exports on a server (over the API)")
+    job_actions = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
+    job_list = job_actions.add_parser("list", help="newest first")
+    _remote_options(job_list)
+    job_list.add_argument("--status")
+    for action, text in (("show", "a job and its history"), ("cancel", "cancel a job")):
+        sub = job_actions.add_parser(action, help=text)
+        _remote_options(sub)
+        sub.add_argument("id", type=int)
+    for sub in job_actions.choices.values():
+        sub.set_defaults(handler=_remote_jobs)
+
     sweep = commands.add_parser("sweep", help="delete orphan, temp and expired objects")
     _service_options(sweep)
     sweep.add_argument("--dry-run", action="store_true")
@@ -176,6 +190,17 @@ def _service_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="file:///dir or s3://bucket (default: $REPORTEXPORT_OBJECTS_URL)",
     )
+
+
+def _remote_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", help="the service's URL (default: $REPORTEXPORT_SERVER)")
+    p.add_argument("--token", help="your API token (default: $REPORTEXPORT_TOKEN)")
+
+
+def _remote_jobs(args: argparse.Namespace) -> int:
+    from reportexport import client
+
+    return client.run(client.cmd_jobs, args)
 
 
 def _lazy(module: str, name: str) -> Handler:

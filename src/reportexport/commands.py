@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -114,11 +115,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    catalog = catalog_from(args)
-    query = catalog.queries.get(args.query)
-    if query is None:
-        print(f"no saved query {args.query!r}; see: reportexport queries list", file=sys.stderr)
-        return 2
+    """Over the API when a server is named; otherwise here, with an in-process worker."""
     raw: dict[str, str] = {}
     for item in args.param:
         name, sep, value = item.partition("=")
@@ -126,6 +123,15 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"--param takes NAME=VALUE, not {item!r}", file=sys.stderr)
             return 2
         raw[name] = value
+    if args.server or os.environ.get("REPORTEXPORT_SERVER"):
+        from reportexport import client
+
+        return client.run(client.cmd_remote_export, args, raw)
+    catalog = catalog_from(args)
+    query = catalog.queries.get(args.query)
+    if query is None:
+        print(f"no saved query {args.query!r}; see: reportexport queries list", file=sys.stderr)
+        return 2
     try:
         new = new_export(query, raw, owner=args.owner)
     except ParameterError as exc:

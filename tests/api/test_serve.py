@@ -64,6 +64,44 @@ def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) 
             csv_file = client.get(link.headers["location"])
             assert csv_file.status_code == 200
             assert csv_file.text.startswith("order_id,ordered_at,customer,")
+
+        # The command line over the same API.
+        cli_env = {**env, "REPORTEXPORT_SERVER": base, "REPORTEXPORT_TOKEN": tokens["demo"]}
+        target = tmp_path / "cli.csv"
+        exported = subprocess.run(
+            [sys.executable, "-m", "reportexport", "export", "orders_by_day",
+             "--param", "day=2024-01-06", "-o", str(target)],
+            env=cli_env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert exported.returncode == 0, exported.stderr
+        assert "succeeded" in exported.stderr
+        assert target.read_text().startswith("order_id,ordered_at,customer,")
+        cli = [sys.executable, "-m", "reportexport"]
+        listed = subprocess.run(
+            [*cli, "jobs", "list"], env=cli_env, capture_output=True, text=True, check=False
+        )
+        assert listed.returncode == 0
+        assert "orders_by_day" in listed.stdout
+        shown = subprocess.run(
+            [*cli, "jobs", "show", str(job_id)],
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert "queued -> running" in shown.stdout
+        refused = subprocess.run(
+            [sys.executable, "-m", "reportexport", "jobs", "cancel", str(job_id)],
+            env=cli_env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert refused.returncode == 1
+        assert "HTTP 409" in refused.stderr
+        bad = subprocess.run(
+            [sys.executable, "-m", "reportexport", "export", "orders_by_day", "--param", "day=x"],
+            env=cli_env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert bad.returncode == 1
+        assert "HTTP 422" in bad.stderr
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0, log.read_text()
