@@ -74,9 +74,61 @@ def render_json(graph: Graph) -> str:
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
+def render_svg(graph: Graph) -> str:
+    """A plain SVG drawing of the graph: states in columns by distance from the initial state."""
+    depth = {graph.initial: 0}
+    frontier = [graph.initial]
+    while frontier:
+        nxt = []
+        for state in frontier:
+            for edge in graph.transitions:
+                if edge.from_status == state and edge.to_status not in depth:
+                    depth[edge.to_status] = depth[state] + 1
+                    nxt.append(edge.to_status)
+        frontier = nxt
+    columns: dict[int, list[str]] = {}
+    for state in graph.states:
+        columns.setdefault(depth.get(state, 0), []).append(state)
+    place = {
+        state: (40 + column * 220, 40 + row * 80)
+        for column, states in columns.items()
+        for row, state in enumerate(states)
+    }
+    width = 40 + 220 * len(columns) + 40
+    height = 40 + 80 * max(len(v) for v in columns.values()) + 20
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="job lifecycle" font-family="sans-serif" font-size="13">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
+        'markerHeight="8" orient="auto"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
+    ]
+    for edge in graph.transitions:
+        (x1, y1), (x2, y2) = place[edge.from_status], place[edge.to_status]
+        if x2 > x1:  # forward: right edge to left edge
+            ax, ay, bx, by = x1 + 130, y1 + 18, x2, y2 + 18
+        else:  # back or down a column: bottom of the source to the top of the target
+            ax, ay, bx, by = x1 + 65, y1 + 36, x2 + 95, y2
+        parts.append(
+            f'<line x1="{ax}" y1="{ay}" x2="{bx}" y2="{by}" stroke="#333" '
+            f'marker-end="url(#arrow)"/>'
+            f'<text x="{(ax + bx) / 2 + 4}" y="{(ay + by) / 2 - 4}" fill="#555">'
+            f"{edge.actor}</text>"
+        )
+    for state, (x, y) in place.items():
+        border = 3 if graph.is_terminal(state) else 1
+        parts.append(
+            f'<g data-state="{state}"><rect x="{x}" y="{y}" width="130" height="36" rx="6" '
+            f'fill="#f8f8f8" stroke="#333" stroke-width="{border}"/>'
+            f'<text x="{x + 65}" y="{y + 23}" text-anchor="middle">{state}</text></g>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Graph], str]] = {
     "table": render_table,
     "mermaid": render_mermaid,
     "dot": render_dot,
     "json": render_json,
+    "svg": render_svg,
 }

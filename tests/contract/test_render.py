@@ -72,7 +72,15 @@ def test_json_carries_the_fixture_and_its_fingerprint() -> None:
     assert body["fingerprint"] == GRAPH.fingerprint
 
 
-@pytest.mark.parametrize("fmt", ["table", "mermaid", "dot", "json"])
+def test_svg_draws_every_state_and_edge() -> None:
+    text = reportexport("graph", "--format", "svg")
+    assert text.startswith("<svg ")
+    for state in GRAPH.states:
+        assert f'data-state="{state}"' in text
+    assert text.count("<line ") == len(GRAPH.transitions)
+
+
+@pytest.mark.parametrize("fmt", ["table", "mermaid", "dot", "json", "svg"])
 def test_an_invalid_fixture_exits_2_with_its_defects(tmp_path: Path, fmt: str) -> None:
     broken = tmp_path / "broken.json"
     document = json.loads(FIXTURE_PATH.read_text())

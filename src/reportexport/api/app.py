@@ -32,6 +32,7 @@ from reportexport.api.models import (
     WebhookTestOut,
 )
 from reportexport.api.problems import ProblemError
+from reportexport.api.ui import install_ui
 from reportexport.catalog import Catalog
 from reportexport.downloads import download_for
 from reportexport.exports import new_export
@@ -68,11 +69,15 @@ class Services:
 
 
 def current_user(request: Request, authorization: Annotated[str | None, Header()] = None) -> User:
-    """The person a bearer token belongs to; 401 without a valid one."""
-    if not authorization or not authorization.lower().startswith("bearer "):
+    """The person a bearer token (or the dashboard's cookie) belongs to; 401 without one."""
+    if authorization and authorization.lower().startswith("bearer "):
+        token = authorization[7:].strip()
+    elif request.cookies.get("rx_token"):
+        token = request.cookies["rx_token"]
+    else:
         raise ProblemError(401, "Unauthorized", "send Authorization: Bearer <token>")
     services: Services = request.app.state.services
-    user: User | None = services.db.user_by_token(authorization[7:].strip())
+    user: User | None = services.db.user_by_token(token)
     if user is None:
         raise ProblemError(401, "Unauthorized", "the token is unknown or revoked")
     return user
@@ -322,6 +327,7 @@ def create_app(services: Services) -> FastAPI:
         return WebhookTestOut(delivered=answer.ok, response_status=answer.status,
                               problem=answer.error)  # fmt: skip
 
+    install_ui(app, services)
     return app
 
 
