@@ -311,7 +311,11 @@ def _short(fingerprint: str | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        config.apply_config_file()
         return int(args.handler(args))
+    except config.ConfigError as exc:
+        print(f"reportexport: configuration: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"reportexport: {exc}", file=sys.stderr)
         return 1

@@ -20,7 +20,7 @@ import httpx
 import uvicorn
 
 from reportexport import config
-from reportexport.api.app import Services, create_app
+from reportexport.api.app import Fairness, Services, create_app
 from reportexport.catalog import load_catalog
 from reportexport.commands import cmd_demo, database_from, objects_from
 from reportexport.effects.handlers import Context
@@ -65,6 +65,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 graph=graph,
                 link_secret=config.link_secret(),
                 webhooks_allow_private=config.webhooks_allow_private(),
+                fairness=Fairness(
+                    max_active=config.positive_int("REPORTEXPORT_MAX_ACTIVE_EXPORTS", 10),
+                    max_per_window=config.positive_int("REPORTEXPORT_MAX_EXPORTS_PER_MINUTE", 60),
+                    window_seconds=60,
+                ),
             )
         )
         worker.start()

@@ -1,0 +1,79 @@
+"""The isolation matrix: user A, user B, an operator, no token, a bad token, over every endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.api.test_api import api as api
+from tests.api.test_api import auth, create
+
+PUBLIC = {
+    "/healthz",
+    "/readyz",
+    "/api/graph",
+    "/metrics",
+    "/api/downloads/{token}",
+    "/openapi.json",
+}
+BODIES: dict[str, Any] = {
+    "POST /api/exports": {"saved_query": "products", "parameters": {"category": "toys"}},
+    "POST /api/webhooks": {"url": "https://hooks.example.com/in"},
+}
+
+
+def operations(client: Any) -> list[tuple[str, str]]:
+    schema = client.get("/openapi.json").json()
+    return [(method.upper(), path) for path, item in schema["paths"].items() for method in item
+            if path not in PUBLIC]  # fmt: skip
+
+
+def call(client: Any, method: str, path: str, headers: dict[str, str], ids: dict[str, Any]) -> Any:
+    concrete = path.format(**ids)
+    return client.request(method, concrete, headers=headers, json=BODIES.get(f"{method} {path}"))
+
+
+@pytest.fixture
+def matrix(api: dict[str, Any]) -> dict[str, Any]:
+    from reportexport.webhooks.signing import new_secret
+
+    job_id = create(api).json()["id"]
+    endpoint = api["db"].add_webhook_endpoint(owner="alice", url="https://h.example.com/x",
+                                              secret=new_secret())  # fmt: skip
+    ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
+           "effect": "emit_failed_webhook"}  # fmt: skip
+    return {**api, "ids": ids}
+
+
+def test_every_operation_needs_a_valid_token(matrix: dict[str, Any]) -> None:
+    client = matrix["client"]
+    checked = 0
+    for method, path in operations(client):
+        for headers in ({}, {"Authorization": "Bearer not-a-token"}):
+            response = call(client, method, path, headers, matrix["ids"])
+            assert response.status_code == 401, (method, path, headers)
+            assert response.headers["content-type"] == "application/problem+json"
+        checked += 1
+    assert checked >= 14
+
+
+def test_another_users_things_do_not_exist_for_them(matrix: dict[str, Any]) -> None:
+    client = matrix["client"]
+    for method, path in operations(client):
+        if "{job_id}" not in path and "{endpoint_id}" not in path:
+            continue
+        bob = call(client, method, path, auth(matrix, "bob"), matrix["ids"])
+        expected = {403} if "/redrive" in path else {404}
+        assert bob.status_code in expected, (method, path, bob.status_code)
+        olga = call(client, method, path, auth(matrix, "olga"), matrix["ids"])
+        assert olga.status_code not in (401, 403, 404), (method, path, olga.status_code)
+
+
+def test_the_owner_reaches_their_own_things(matrix: dict[str, Any]) -> None:
+    client = matrix["client"]
+    for method, path in operations(client):
+        alice = call(client, method, path, auth(matrix, "alice"), matrix["ids"])
+        allowed = {403} if "/redrive" in path else set()
+        assert alice.status_code not in {401, 404} - allowed, (method, path, alice.status_code)
+        assert alice.status_code < 500
