@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = query_actions.add_parser(action, help=text)
         sub.add_argument("--catalog", type=Path, default=None, help="$REPORTEXPORT_CATALOG")
         sub.set_defaults(handler=_lazy("reportexport.commands", f"cmd_queries_{action}"))
+    _remote_options(query_actions.choices["list"])
 
     worker = commands.add_parser("worker", help="claim and run exports until SIGTERM")
     _service_options(worker)

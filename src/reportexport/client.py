@@ -116,6 +116,17 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_remote_queries(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        for query in checked(client.get("/api/saved-queries")):
+            params = ", ".join(
+                f"{p['name']}:{p['type']}{'' if p['required'] else '?'}"
+                for p in query["parameters"]
+            )
+            print(f"{query['name']:24} {query['title']}  ({params or 'no parameters'})")
+    return 0
+
+
 def run(handler: Any, *args: Any) -> int:
     try:
         return int(handler(*args))

@@ -66,6 +66,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_queries_list(args: argparse.Namespace) -> int:
+    if args.server or os.environ.get("REPORTEXPORT_SERVER"):
+        from reportexport import client
+
+        return client.run(client.cmd_remote_queries, args)
     try:
         catalog = catalog_from(args)
     except CatalogError as exc:

@@ -82,6 +82,10 @@ def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) 
         )
         assert listed.returncode == 0
         assert "orders_by_day" in listed.stdout
+        queries = subprocess.run(
+            [*cli, "queries", "list"], env=cli_env, capture_output=True, text=True, check=False
+        )
+        assert "orders_by_day            Orders of one day  (day:date)" in queries.stdout
         shown = subprocess.run(
             [*cli, "jobs", "show", str(job_id)],
             env=cli_env,

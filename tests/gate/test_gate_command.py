@@ -175,3 +175,12 @@ def test_a_handler_for_an_unknown_effect_or_a_missing_one_fails(tree: Path) -> N
         "'delete_temp_object'" in done.stdout
     )
     assert "handler 'delete_scratch_object' names no side effect of the fixture" in done.stdout
+
+
+def test_a_hand_listed_api_status_enum_fails(tree: Path) -> None:
+    models = tree / "src" / "reportexport" / "api" / "models.py"
+    edit(models, lambda text: text + '\n\nclass Status(str, Enum):\n    queued = "queued"\n'
+                                      '    running = "running"\n')  # fmt: skip
+    done = run_gate(tree)
+    assert done.returncode == 1
+    assert "api-status-enum: the status enum lists queued, running by hand" in done.stdout

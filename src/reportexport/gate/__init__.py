@@ -125,8 +125,60 @@ def check_effect_handlers(ctx: Context) -> Iterator[Finding]:
             yield Finding(path=where, line=line, code=EFFECT_HANDLERS, message=message)
 
 
+API_ENUM = "api-status-enum"
+STATUS_ENUM_NAMES = frozenset({"JobStatus", "Status", "StatusEnum"})
+
+
+def check_api_status_enum(ctx: Context) -> Iterator[Finding]:
+    """An API's status enum is built from the fixture, never listed by hand."""
+    states = set(ctx.graph.states)
+    for path in iter_sources(ctx.paths, set()):
+        if path.suffix not in PYTHON_SUFFIXES:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            targets: list[ast.expr] = []
+            body: list[ast.AST] = []
+            if isinstance(node, ast.Assign):
+                targets, body = list(node.targets), [node.value]
+            elif isinstance(node, ast.ClassDef) and any(
+                isinstance(b, ast.Name | ast.Attribute) and "Enum" in ast.unparse(b)
+                for b in node.bases
+            ):
+                targets, body = [ast.Name(id=node.name)], list(node.body)
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if not names & STATUS_ENUM_NAMES:
+                continue
+            listed = sorted(
+                {
+                    c.value
+                    for part in body
+                    for c in ast.walk(part)
+                    if isinstance(c, ast.Constant)
+                    and isinstance(c.value, str)
+                    and c.value in states
+                }
+            )
+            if listed:
+                yield Finding(
+                    path=display(path, ctx.root),
+                    line=getattr(node, "lineno", 1),
+                    code=API_ENUM,
+                    message=f"the status enum lists {', '.join(listed)} by hand; "
+                    "build it from the fixture's states",
+                )
+
+
 # Later layers append their checks here, so one command covers the whole tree.
-CHECKS: list[Check] = [check_sources, check_generated, check_effect_handlers]
+CHECKS: list[Check] = [
+    check_sources,
+    check_generated,
+    check_effect_handlers,
+    check_api_status_enum,
+]
 
 
 def parser() -> argparse.ArgumentParser:
