@@ -144,3 +144,21 @@ def test_gzip_is_applied_by_the_sink_not_the_source() -> None:
     sink.write(b"a,b\n1,2\n")
     sink.finish()
     assert gzip.decompress(bytes(sink_target.data)) == b"\xef\xbb\xbfa,b\n1,2\n"
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite"])
+def test_a_query_past_its_statement_timeout_ends_as_a_timeout(sources_dir: Path, kind: str) -> None:
+    from reportexport.sources import QueryTimeoutError
+
+    if kind == "duckdb":
+        url, sql = (
+            f"duckdb:///{sources_dir / 'typed.duckdb'}",
+            "SELECT count(*) FROM range(100000000000)",
+        )
+    else:
+        url = f"sqlite:///{sources_dir / 'typed.db'}"
+        sql = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+               "SELECT count(*) FROM n")  # fmt: skip
+    source = open_source(SourceConfig(name="s", url=url, statement_timeout_seconds=0.3))
+    with pytest.raises(QueryTimeoutError, match=r"longer than 0\.3 s"):
+        source.export(sql, {}, CsvOptions(), Buffer(), CancelToken())

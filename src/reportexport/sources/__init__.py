@@ -79,6 +79,31 @@ class CancelToken:
             raise ExportCanceledError(self.reason)
 
 
+class StatementTimer:
+    """Interrupts a query that runs past its source's statement timeout (for drivers that
+    have no timeout of their own); `fired` tells the caller why the query stopped."""
+
+    def __init__(self, seconds: float, interrupt: Callable[[], None]) -> None:
+        self.seconds = seconds
+        self.fired = threading.Event()
+        self._interrupt = interrupt
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired.set()
+        self._interrupt()
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def error(self) -> QueryTimeoutError:
+        return QueryTimeoutError(f"the query ran longer than {self.seconds:g} s")
+
+
 class Sink(Protocol):
     def write(self, data: bytes) -> None: ...
 

@@ -24,10 +24,10 @@ from reportexport.csvformat import Column, CsvOptions, projection
 from reportexport.sources import (
     CancelToken,
     Exported,
-    QueryTimeoutError,
     Sink,
     SourceError,
     SourceUnavailableError,
+    StatementTimer,
     file_path,
 )
 from reportexport.sqlparams import render
@@ -100,13 +100,7 @@ class DuckdbSource:
         cancel: CancelToken,
     ) -> Exported:
         con = self._connect(options)
-        timed_out = threading.Event()
-
-        def on_timeout() -> None:
-            timed_out.set()
-            con.interrupt()
-
-        timer = threading.Timer(self.config.statement_timeout_seconds, on_timeout)
+        timer = StatementTimer(self.config.statement_timeout_seconds, con.interrupt)
         unregister = cancel.on_cancel(con.interrupt)
         folder = tempfile.mkdtemp(prefix="reportexport-duckdb-")
         fifo = os.path.join(folder, "out.csv")
@@ -132,10 +126,8 @@ class DuckdbSource:
                 if reader.failure is not None:
                     raise reader.failure from exc
                 cancel.raise_if_cancelled()
-                if timed_out.is_set():
-                    raise QueryTimeoutError(
-                        f"the query ran longer than {self.config.statement_timeout_seconds:g} s"
-                    ) from exc
+                if timer.fired.is_set():
+                    raise timer.error() from exc
                 raise SourceError(_message(exc)) from exc
             reader.join()
             if reader.failure is not None:

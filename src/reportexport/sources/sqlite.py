@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,10 +11,10 @@ from reportexport.csvformat import Column, CsvOptions, check_columns, format_hea
 from reportexport.sources import (
     CancelToken,
     Exported,
-    QueryTimeoutError,
     Sink,
     SourceError,
     SourceUnavailableError,
+    StatementTimer,
     file_path,
 )
 
@@ -52,13 +51,7 @@ class SqliteSource:
         cancel: CancelToken,
     ) -> Exported:
         conn = self._connect()
-        timed_out = threading.Event()
-
-        def on_timeout() -> None:
-            timed_out.set()
-            conn.interrupt()
-
-        timer = threading.Timer(self.config.statement_timeout_seconds, on_timeout)
+        timer = StatementTimer(self.config.statement_timeout_seconds, conn.interrupt)
         unregister = cancel.on_cancel(conn.interrupt)
         rows = 0
         try:
@@ -74,10 +67,8 @@ class SqliteSource:
             return Exported(rows=rows, columns=names)
         except sqlite3.Error as exc:
             cancel.raise_if_cancelled()
-            if timed_out.is_set():
-                raise QueryTimeoutError(
-                    f"the query ran longer than {self.config.statement_timeout_seconds:g} s"
-                ) from exc
+            if timer.fired.is_set():
+                raise timer.error() from exc
             raise SourceError(str(exc)) from exc
         finally:
             timer.cancel()
