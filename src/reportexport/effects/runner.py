@@ -16,7 +16,7 @@ import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from reportexport.effects.backoff import RetryPolicy
 from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
@@ -116,7 +116,3 @@ class EffectsRunner:
             log.error("job %s: side effect %s given up after %s attempts",
                       effect.job_id, effect.effect, attempts,
                       extra={"job_id": effect.job_id, "effect": effect.effect})  # fmt: skip
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)

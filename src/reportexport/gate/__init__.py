@@ -37,11 +37,44 @@ SYNTAX = "syntax"
 
 
 @dataclass(frozen=True, kw_only=True)
+class SourceFile:
+    """A file under the checked paths, read (and, for Python, parsed) once for every check."""
+
+    path: Path
+    name: str
+    text: str
+    tree: ast.Module | None = None
+    syntax_error: SyntaxError | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Context:
     root: Path
     graph: Graph
     fixture: Path
     paths: tuple[Path, ...]
+    files: tuple[SourceFile, ...]
+
+    def python(self) -> Iterator[tuple[SourceFile, ast.Module]]:
+        """The Python files that parsed, with their trees."""
+        return ((f, f.tree) for f in self.files if f.tree is not None)
+
+
+def read_sources(root: Path, paths: tuple[Path, ...], fixture: Path) -> tuple[SourceFile, ...]:
+    files = []
+    for path in iter_sources(paths, {fixture.resolve()}):
+        name = display(path, root)
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix not in PYTHON_SUFFIXES:
+            files.append(SourceFile(path=path, name=name, text=text))
+            continue
+        try:
+            tree = ast.parse(text, filename=name)
+        except SyntaxError as exc:
+            files.append(SourceFile(path=path, name=name, text=text, syntax_error=exc))
+        else:
+            files.append(SourceFile(path=path, name=name, text=text, tree=tree))
+    return tuple(files)
 
 
 Check = Callable[[Context], Iterable[Finding]]
@@ -50,25 +83,21 @@ Check = Callable[[Context], Iterable[Finding]]
 def check_sources(ctx: Context) -> Iterator[Finding]:
     """Forbidden aliases, status words and STATES in every source file under the paths."""
     vocabulary = Vocabulary(ctx.graph.states, ctx.graph.forbidden_aliases)
-    exclude = {ctx.fixture.resolve()}
     states_seen = False
-    for path in iter_sources(ctx.paths, exclude):
-        name = display(path, ctx.root)
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if path.suffix not in PYTHON_SUFFIXES:
-            hits = list(vocabulary.scan_text(text))
+    for source in ctx.files:
+        if source.syntax_error is not None:
+            exc = source.syntax_error
+            yield Finding(path=source.name, line=exc.lineno or 1, code=SYNTAX, message=str(exc.msg))
+            continue
+        if source.tree is None:
+            hits = list(vocabulary.scan_text(source.text))
         else:
-            try:
-                tree = ast.parse(text, filename=name)
-            except SyntaxError as exc:
-                yield Finding(path=name, line=exc.lineno or 1, code=SYNTAX, message=str(exc.msg))
-                continue
-            hits = list(vocabulary.scan_python(tree))
-            for line, value in states_assignments(tree):
+            hits = list(vocabulary.scan_python(source.tree))
+            for line, value in states_assignments(source.tree):
                 states_seen = True
                 hits += check_states(value, line, ctx.graph.states)
         for hit in hits:
-            yield Finding(path=name, line=hit.line, code=hit.code, message=hit.message)
+            yield Finding(path=source.name, line=hit.line, code=hit.code, message=hit.message)
     if not states_seen:
         yield Finding(
             path=display(ctx.paths[0], ctx.root),
@@ -97,22 +126,15 @@ def check_effect_handlers(ctx: Context) -> Iterator[Finding]:
     """Functions decorated @side_effect_handler name exactly the fixture's side effects."""
     found: dict[str, tuple[str, int]] = {}
     first_file: str | None = None
-    for path in iter_sources(ctx.paths, set()):
-        if path.suffix not in PYTHON_SUFFIXES:
-            continue
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except SyntaxError:
-            continue  # reported by check_sources
+    for source, tree in ctx.python():
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and any(
                 (isinstance(d, ast.Name) and d.id == HANDLER_DECORATOR)
                 or (isinstance(d, ast.Attribute) and d.attr == HANDLER_DECORATOR)
                 for d in node.decorator_list
             ):
-                name = display(path, ctx.root)
-                first_file = first_file or name
-                found[node.name] = (name, node.lineno)
+                first_file = first_file or source.name
+                found[node.name] = (source.name, node.lineno)
     if not found or first_file is None:
         return  # a repository without handlers has nothing to check
     for effect in ctx.graph.effect_names:
@@ -132,13 +154,7 @@ STATUS_ENUM_NAMES = frozenset({"JobStatus", "Status", "StatusEnum"})
 def check_api_status_enum(ctx: Context) -> Iterator[Finding]:
     """An API's status enum is built from the fixture, never listed by hand."""
     states = set(ctx.graph.states)
-    for path in iter_sources(ctx.paths, set()):
-        if path.suffix not in PYTHON_SUFFIXES:
-            continue
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except SyntaxError:
-            continue
+    for source, tree in ctx.python():
         for node in ast.walk(tree):
             targets: list[ast.expr] = []
             body: list[ast.AST] = []
@@ -164,7 +180,7 @@ def check_api_status_enum(ctx: Context) -> Iterator[Finding]:
             )
             if listed:
                 yield Finding(
-                    path=display(path, ctx.root),
+                    path=source.name,
                     line=getattr(node, "lineno", 1),
                     code=API_ENUM,
                     message=f"the status enum lists {', '.join(listed)} by hand; "
@@ -233,7 +249,8 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"reportexport gate: no such path: {', '.join(map(str, missing))}", file=sys.stderr)
         return EXIT_INVALID
-    ctx = Context(root=root, graph=graph, fixture=fixture, paths=paths)
+    files = read_sources(root, paths, fixture)
+    ctx = Context(root=root, graph=graph, fixture=fixture, paths=paths, files=files)
     findings = [finding for check in CHECKS for finding in check(ctx)]
     if args.commits:
         try:

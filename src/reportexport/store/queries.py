@@ -25,10 +25,6 @@ def load_queries(dialect: str) -> dict[str, str]:
     return queries
 
 
-def read_sql(*parts: str) -> str:
-    return resources.files(__package__).joinpath(*parts).read_text("utf-8")
-
-
 def migration_files(dialect: str) -> list[tuple[int, str, str]]:
     """(version, name, sql) of every migration, in order."""
     folder = resources.files(__package__).joinpath("migrations", dialect)
