@@ -20,6 +20,7 @@ from reportexport.graph_sql import (
     sqlite_graph_sql,
 )
 from reportexport.render import render_mermaid, render_table
+from reportexport.typed_names import TYPED_NAMES_PATH, render_typed_names
 
 Render = Callable[[Graph], str]
 
@@ -64,6 +65,7 @@ ARTIFACTS: list[Artifact] = [
     Region(path="README.md", name="graph-mermaid", render=_fenced_mermaid),
     GeneratedFile(path=SQLITE_PATH, render=sqlite_graph_sql),
     GeneratedFile(path=POSTGRES_PATH, render=postgres_graph_sql),
+    GeneratedFile(path=TYPED_NAMES_PATH, render=render_typed_names),
 ]
 
 

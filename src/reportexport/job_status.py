@@ -2,8 +2,12 @@
 
 `STATES`, `can_transition` and `apply_transition` follow the case study's semantics: an
 illegal move raises an error whose str() is the graph's code (`terminal:succeeded`,
-`illegal:queued->succeeded`, `actor:worker`). Nothing here performs I/O beyond reading the
-fixture once at import.
+`illegal:queued->succeeded`, `actor:worker`). The tables come from `lifecycle`, the module
+generated from the fixture, so nothing here reads a file; a caller holding another `Graph`
+(a lifecycle change under test) passes it explicitly.
+
+The moves the program itself makes are named here once (`CLAIM`, `SUCCEED`, `FAIL`, `CANCELS`),
+taken from the fixture's edges, so no other module retypes a (from, to, actor) triple.
 """
 
 from __future__ import annotations
@@ -12,12 +16,42 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from reportexport.graph import Graph, load_graph
+from reportexport import lifecycle
+from reportexport.graph import Edge, Graph
+from reportexport.lifecycle import Actor, Status
 
-GRAPH: Graph = load_graph()
-STATES: tuple[str, ...] = GRAPH.states
+STATES: tuple[Status, ...] = lifecycle.STATES
+TERMINAL: tuple[Status, ...] = lifecycle.TERMINAL
+_ACTOR_OF: Mapping[tuple[str, str], str] = {(f, t): a for f, t, a in lifecycle.TRANSITIONS}
 
 JobT = TypeVar("JobT")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Move:
+    """A declared edge of the fixture, typed: what a store's guarded write names."""
+
+    from_status: Status
+    to_status: Status
+    actor: Actor
+
+
+def _move(from_status: Status, to_status: Status) -> Move:
+    for edge_from, edge_to, actor in lifecycle.TRANSITIONS:
+        if (edge_from, edge_to) == (from_status, to_status):
+            return Move(from_status=edge_from, to_status=edge_to, actor=actor)
+    raise ImportError(f"the fixture declares no edge {from_status}->{to_status}")
+
+
+CLAIM: Move = _move(lifecycle.INITIAL, "running")
+SUCCEED: Move = _move("running", "succeeded")
+FAIL: Move = _move("running", "failed")
+# A person's cancel: one edge per state it may leave from.
+CANCELS: tuple[Move, ...] = tuple(
+    Move(from_status=f, to_status=t, actor=a)
+    for f, t, a in lifecycle.TRANSITIONS
+    if t == "canceled"
+)
 
 
 class TransitionError(ValueError):
@@ -58,24 +92,34 @@ class ActorError(TransitionError):
         super().__init__(f"actor:{actor}")
 
 
-def can_transition(from_status: str, to_status: str, *, graph: Graph = GRAPH) -> bool:
+def _declared_actor(from_status: str, to_status: str, graph: Graph | None) -> str | None:
+    if graph is None:
+        return _ACTOR_OF.get((from_status, to_status))
+    edge: Edge | None = graph.edge(from_status, to_status)
+    return edge.actor if edge is not None else None
+
+
+def can_transition(from_status: str, to_status: str, *, graph: Graph | None = None) -> bool:
     """Whether the graph declares an edge from one status to the other."""
-    return graph.edge(from_status, to_status) is not None
+    return _declared_actor(from_status, to_status, graph) is not None
 
 
-def check_transition(from_status: str, to_status: str, actor: str, *, graph: Graph = GRAPH) -> None:
+def check_transition(
+    from_status: str, to_status: str, actor: str, *, graph: Graph | None = None
+) -> None:
     """Raise the TransitionError that moving `from_status` to `to_status` as `actor` earns."""
-    if graph.is_terminal(from_status):
+    terminal = graph.terminal if graph is not None else TERMINAL
+    if from_status in terminal:
         raise TerminalStateError(from_status)
-    edge = graph.edge(from_status, to_status)
-    if edge is None:
+    declared = _declared_actor(from_status, to_status, graph)
+    if declared is None:
         raise IllegalTransitionError(from_status, to_status)
-    if edge.actor != actor:
+    if declared != actor:
         raise ActorError(actor)
 
 
 def apply_transition(
-    job: JobT, to_status: str, actor: str = "worker", *, graph: Graph = GRAPH
+    job: JobT, to_status: str, actor: str = "worker", *, graph: Graph | None = None
 ) -> JobT:
     """A copy of `job` moved to `to_status`; the argument is never mutated.
 

@@ -7,6 +7,7 @@ loaded as a module of its own; the case study's own contract tests must then fai
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -43,7 +44,11 @@ def load_mutant(tmp_path: Path, name: str, addition: str) -> tuple[ModuleType, s
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
     return module, source
 
 

@@ -67,7 +67,9 @@ def test_quoting_retrying_anywhere_in_src_fails_with_file_and_line(tree: Path) -
 
 def test_widening_states_fails(tree: Path) -> None:
     target = tree / "src" / "reportexport" / "job_status.py"
-    edit(target, lambda text: text.replace("= GRAPH.states", '= (*GRAPH.states, "archived")'))
+    edit(
+        target, lambda text: text.replace("= lifecycle.STATES", '= (*lifecycle.STATES, "archived")')
+    )
     done = run_gate(tree)
     assert done.returncode == 1
     assert "src/reportexport/job_status.py:" in done.stdout
@@ -76,7 +78,7 @@ def test_widening_states_fails(tree: Path) -> None:
 
 def test_a_literal_states_list_must_hold_every_state(tree: Path) -> None:
     target = tree / "src" / "reportexport" / "job_status.py"
-    edit(target, lambda text: text.replace("= GRAPH.states", '= ("queued", "running")'))
+    edit(target, lambda text: text.replace("= lifecycle.STATES", '= ("queued", "running")'))
     done = run_gate(tree)
     assert done.returncode == 1
     assert "lacks fixture state(s) canceled, failed, succeeded" in done.stdout

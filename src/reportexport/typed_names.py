@@ -1,0 +1,103 @@
+"""Typed names generated from a job status graph: a Python module the type checker reads.
+
+`render_typed_names(graph)` writes `Literal` aliases for the states, the terminal states, the
+actors and the side effects, with the graph's tables typed by them and its fingerprint. Code
+that passes those types around cannot name a word the fixture lacks without `mypy --strict`
+refusing it; the gate keeps the generated file equal to what the fixture generates now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reportexport.graph import Graph
+
+TYPED_NAMES_PATH = "src/reportexport/lifecycle.py"
+
+_TEMPLATE = '''\
+"""The job lifecycle's names, typed: generated from contracts/job-status-graph.json by
+`reportexport generate`. Do not edit; the gate fails when this file drifts from the fixture.
+
+`Status`, `Actor` and `Effect` are the only words a status, an actor or a side effect can be:
+mypy refuses any other literal wherever these types flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, Literal
+
+FINGERPRINT: Final = {fingerprint}
+
+Status = Literal[
+{states}
+]
+TerminalStatus = Literal[
+{terminal}
+]
+Actor = Literal[
+{actors}
+]
+Effect = Literal[
+{effects}
+]
+
+STATES: Final[tuple[Status, ...]] = (
+{states}
+)
+INITIAL: Final[Status] = {initial}
+TERMINAL: Final[tuple[TerminalStatus, ...]] = (
+{terminal}
+)
+ACTORS: Final[tuple[Actor, ...]] = (
+{actors}
+)
+EFFECTS: Final[tuple[Effect, ...]] = (
+{effects}
+)
+TRANSITIONS: Final[tuple[tuple[Status, Status, Actor], ...]] = (
+{transitions}
+)
+SIDE_EFFECTS: Final[Mapping[TerminalStatus, tuple[Effect, ...]]] = MappingProxyType(
+    {{
+{side_effects}
+    }}
+)
+'''
+
+
+def _quoted(value: str) -> str:
+    return '"' + value + '"'
+
+
+def _lines(values: Iterable[str]) -> str:
+    """One quoted item per line with a trailing comma: the formatter keeps it as it is."""
+    return "\n".join(f"    {_quoted(v)}," for v in values)
+
+
+def _tuple(values: Iterable[str]) -> str:
+    items = [_quoted(v) for v in values]
+    return ", ".join(items) + ("," if len(items) == 1 else "")
+
+
+def render_typed_names(graph: Graph) -> str:
+    """The generated module's text (fixture names are plain lower-case words already)."""
+    transitions = "\n".join(
+        f"    ({_quoted(e.from_status)}, {_quoted(e.to_status)}, {_quoted(e.actor)}),"
+        for e in graph.transitions
+    )
+    side_effects = "\n".join(
+        f"        {_quoted(state)}: ({_tuple(effects)}),"
+        for state, effects in graph.side_effects.items()
+    )
+    return _TEMPLATE.format(
+        fingerprint=_quoted(graph.fingerprint),
+        states=_lines(graph.states),
+        terminal=_lines(graph.terminal),
+        actors=_lines(graph.actors),
+        effects=_lines(graph.effect_names),
+        initial=_quoted(graph.initial),
+        transitions=transitions,
+        side_effects=side_effects,
+    )
