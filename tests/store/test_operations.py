@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import closing
 
 import pytest
 
@@ -15,6 +16,8 @@ from reportexport.store import (
     Lease,
     NewJob,
     Outcome,
+    OwnerLimitError,
+    OwnerLimits,
     PublishedObject,
     StaleStatusError,
 )
@@ -335,16 +338,69 @@ def test_metrics_snapshot_counts_jobs_edges_exports_and_effects(db: Database) ->
     }  # fmt: skip
 
 
-def test_owner_activity_counts_unfinished_and_recent_jobs(db: Database) -> None:
+def limits(max_active: int = 10, max_recent: int = 60, since_hours: float = 1) -> OwnerLimits:
     from datetime import UTC, datetime, timedelta
 
-    first = db.create_job(new_job())[0]
-    db.create_job(new_job())
-    db.create_job(new_job(owner="bob"))
-    db.cancel_job(first.id, person="alice")
-    hour_ago = datetime.now(UTC) - timedelta(hours=1)
-    assert db.owner_activity("alice", since=hour_ago) == (1, 2)
-    assert db.owner_activity("alice", since=datetime.now(UTC) + timedelta(hours=1)) == (1, 0)
+    return OwnerLimits(
+        max_active=max_active,
+        max_recent=max_recent,
+        since=datetime.now(UTC) - timedelta(hours=since_hours),
+    )
+
+
+def test_create_refuses_an_owner_at_their_cap_of_unfinished_jobs(db: Database) -> None:
+    first = db.create_job(new_job(), limits=limits(max_active=2))[0]
+    db.create_job(new_job(), limits=limits(max_active=2))
+    db.create_job(new_job(owner="bob"), limits=limits(max_active=2))  # bob is not alice
+    with pytest.raises(OwnerLimitError) as refused:
+        db.create_job(new_job(), limits=limits(max_active=2))
+    assert (refused.value.limit, refused.value.count, refused.value.maximum) == ("max_active", 2, 2)
+    db.cancel_job(first.id, person="alice")  # a finished job no longer counts
+    assert db.create_job(new_job(), limits=limits(max_active=2))[1] is True
+
+
+def test_create_refuses_an_owner_past_their_recent_creations(db: Database) -> None:
+    for _ in range(3):
+        job = db.create_job(new_job(), limits=limits(max_recent=3))[0]
+        db.cancel_job(job.id, person="alice")
+    with pytest.raises(OwnerLimitError, match="max_recent"):
+        db.create_job(new_job(), limits=limits(max_recent=3))
+    # Jobs created before the window's start do not count.
+    assert db.create_job(new_job(), limits=limits(max_recent=3, since_hours=-1))[1] is True
+
+
+def test_a_repeated_idempotency_key_returns_its_job_even_at_the_cap(db: Database) -> None:
+    first, created = db.create_job(new_job(idempotency_key="k"), limits=limits(max_active=1))
+    again, created_again = db.create_job(new_job(idempotency_key="k"), limits=limits(max_active=1))
+    assert (created, created_again, again.id) == (True, False, first.id)
+
+
+def test_concurrent_creates_of_one_owner_never_pass_the_cap(database_url: str) -> None:
+    """Twenty threads, each with its own connection, race to create: exactly the cap wins."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from reportexport.store import open_database
+    from tests.store.conftest import GRAPH
+
+    barrier = threading.Barrier(20)
+
+    def attempt(_: int) -> bool:
+        database = open_database(database_url, GRAPH)
+        try:
+            barrier.wait()
+            database.create_job(new_job(owner="racer"), limits=limits(max_active=10))
+            return True
+        except OwnerLimitError:
+            return False
+        finally:
+            database.close()
+
+    with ThreadPoolExecutor(20) as pool:
+        outcomes = list(pool.map(attempt, range(20)))
+    assert outcomes.count(True) == 10
+    with closing(open_database(database_url, GRAPH)) as database:
+        page = database.list_jobs(JobFilter(owner="racer", limit=100))
+    assert len(page.jobs) == 10
 
 
 def test_downloads_are_recorded_with_person_and_time(db: Database) -> None:

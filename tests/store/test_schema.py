@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -136,12 +137,30 @@ def test_db_commands_upgrade_and_check(tmp_path: Path) -> None:
     assert f"schema version 0 -> {len(migration_files('sqlite'))}" in upgrade.stdout
     assert run_cli("db", "check", "--database", url).returncode == 0
 
+
+def test_the_program_refuses_a_fixture_it_was_not_generated_from(tmp_path: Path) -> None:
+    """A lifecycle change is a fixture edit plus `reportexport generate`: a program whose typed
+    names came from another fixture stops with exit 2 and says so, before touching a store."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
     changed, _ = graph_with_archived(tmp_path)
-    stale = run_cli("db", "check", "--database", url, "--graph", str(changed))
+    for command in (("db", "check"), ("db", "upgrade")):
+        done = run_cli(*command, "--database", url, env={"REPORTEXPORT_GRAPH": str(changed)})
+        assert done.returncode == 2, done.stderr
+        assert "not the job status graph this program was generated from" in done.stderr
+        assert "reportexport generate" in done.stderr
+    assert not (tmp_path / "cli.db").exists()
+
+
+def test_a_database_built_from_another_graph_is_reported(tmp_path: Path) -> None:
+    _, graph = graph_with_archived(tmp_path)
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    with closing(open_database(url, graph, check=False)) as database:
+        database.upgrade()
+    stale = run_cli("db", "check", "--database", url)
     assert stale.returncode == 1
     assert "the database holds the job status graph" in stale.stderr
-    assert run_cli("db", "upgrade", "--database", url, "--graph", str(changed)).returncode == 0
-    assert run_cli("db", "check", "--database", url, "--graph", str(changed)).returncode == 0
+    assert run_cli("db", "upgrade", "--database", url).returncode == 0
+    assert run_cli("db", "check", "--database", url).returncode == 0
 
 
 def test_db_check_on_an_unreachable_server_says_so() -> None:

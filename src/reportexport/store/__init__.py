@@ -12,15 +12,7 @@ from datetime import datetime
 from typing import Protocol
 
 from reportexport.graph import Graph
-from reportexport.store.errors import (
-    JobNotFoundError,
-    SchemaMismatchError,
-    StaleStatusError,
-    StoreError,
-    UnsupportedDatabaseError,
-)
-from reportexport.store.metrics import MetricsSnapshot
-from reportexport.store.records import (
+from reportexport.records import (
     Claim,
     ClaimedEffect,
     Job,
@@ -29,13 +21,24 @@ from reportexport.store.records import (
     JobId,
     JobPage,
     Lease,
+    MetricsSnapshot,
     NewJob,
     Outcome,
+    OwnerLimits,
     PublishedObject,
     SideEffect,
     User,
     WebhookDelivery,
     WebhookEndpoint,
+)
+from reportexport.store.effects import GlobalEndpointExistsError
+from reportexport.store.errors import (
+    JobNotFoundError,
+    OwnerLimitError,
+    SchemaMismatchError,
+    StaleStatusError,
+    StoreError,
+    UnsupportedDatabaseError,
 )
 from reportexport.store.schema import SchemaStatus
 
@@ -44,6 +47,7 @@ __all__ = [
     "ClaimedEffect",
     "Database",
     "EffectStore",
+    "GlobalEndpointExistsError",
     "Job",
     "JobDetail",
     "JobFilter",
@@ -55,6 +59,8 @@ __all__ = [
     "Lease",
     "NewJob",
     "Outcome",
+    "OwnerLimitError",
+    "OwnerLimits",
     "PublishedObject",
     "SchemaMismatchError",
     "StaleStatusError",
@@ -68,12 +74,9 @@ __all__ = [
 class JobStore(Protocol):
     """What people do to jobs."""
 
-    def create_job(self, new: NewJob) -> tuple[Job, bool]:
-        """The new queued job, and False instead of True when its idempotency key was used."""
-        ...
-
-    def job_for_idempotency_key(self, owner: str, key: str) -> JobId | None:
-        """The job an earlier request with this Idempotency-Key created, if any."""
+    def create_job(self, new: NewJob, *, limits: OwnerLimits | None = None) -> tuple[Job, bool]:
+        """The new queued job, and False instead of True when its idempotency key was used;
+        with `limits`, OwnerLimitError when the owner is at a limit (checked atomically)."""
         ...
 
     def get_job(self, job_id: JobId) -> JobDetail: ...
@@ -186,11 +189,11 @@ class Users(Protocol):
 
     def user_by_token(self, token: str) -> User | None: ...
 
+    def user_by_name(self, name: str) -> User | None: ...
+
     def list_users(self) -> list[User]: ...
 
     def revoke_user(self, name: str, *, now: datetime) -> bool: ...
-
-    def owner_activity(self, owner: str, *, since: datetime) -> tuple[int, int]: ...
 
     def metrics_snapshot(self) -> MetricsSnapshot: ...
 

@@ -11,18 +11,25 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from reportexport.store.errors import StoreError
-from reportexport.store.records import (
+from reportexport.records import (
     ClaimedEffect,
     SideEffect,
     WebhookDelivery,
     WebhookEndpoint,
-    from_row,
 )
+from reportexport.store.errors import StoreError
+from reportexport.store.rows import from_row
 
 
 class EndpointNotFoundError(StoreError, LookupError):
     pass
+
+
+class GlobalEndpointExistsError(StoreError):
+    """An enabled global endpoint exists already; there is at most one."""
+
+
+GLOBAL_ENDPOINT_INDEX = "webhook_endpoints_one_global"
 
 
 class EffectsQueries:
@@ -86,7 +93,13 @@ class EffectsQueries:
     # -- webhook endpoints ---------------------------------------------------------------------
 
     def add_webhook_endpoint(self, *, owner: str | None, url: str, secret: str) -> WebhookEndpoint:
-        (row,) = self._fetch("add_webhook_endpoint", {"owner": owner, "url": url, "secret": secret})
+        params = {"owner": owner, "url": url, "secret": secret}
+        try:
+            (row,) = self._fetch("add_webhook_endpoint", params)
+        except Exception as exc:  # both drivers name the violated unique index
+            if GLOBAL_ENDPOINT_INDEX in str(exc):
+                raise GlobalEndpointExistsError("a global webhook endpoint exists already") from exc
+            raise
         return self._endpoint(row)
 
     def list_webhook_endpoints(self, owner: str | None = None) -> list[WebhookEndpoint]:

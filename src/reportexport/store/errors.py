@@ -31,6 +31,16 @@ class StaleStatusError(StoreError):
         self.expected = expected
 
 
+class OwnerLimitError(StoreError):
+    """Creating the job would take its owner past `limit` (`max_active` or `max_recent`)."""
+
+    def __init__(self, limit: str, *, count: int, maximum: int) -> None:
+        super().__init__(f"{limit}: {count} of at most {maximum}")
+        self.limit = limit
+        self.count = count
+        self.maximum = maximum
+
+
 class SchemaMismatchError(StoreError):
     """The database was not built from this fixture or this version of the schema."""
 

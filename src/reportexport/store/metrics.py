@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from reportexport.records import MetricsSnapshot
 from reportexport.store.users import UsersQueries
-
-
-@dataclass(frozen=True, kw_only=True)
-class MetricsSnapshot:
-    jobs_by_status: dict[str, int]
-    transitions: dict[tuple[str, str, str], int]
-    exports: int
-    export_rows: int
-    export_bytes: int
-    export_seconds: float
-    effect_attempts: dict[str, int]
-    effects_given_up: dict[str, int]
 
 
 class MetricsQueries(UsersQueries):

@@ -15,9 +15,7 @@ from typing import Any, Protocol
 
 from reportexport.graph import Graph
 from reportexport.job_status import check_transition
-from reportexport.store.errors import JobNotFoundError, StaleStatusError, StoreError
-from reportexport.store.metrics import MetricsQueries
-from reportexport.store.records import (
+from reportexport.records import (
     Claim,
     HistoryEntry,
     Job,
@@ -28,9 +26,17 @@ from reportexport.store.records import (
     Lease,
     NewJob,
     Outcome,
+    OwnerLimits,
     SideEffect,
-    from_row,
 )
+from reportexport.store.errors import (
+    JobNotFoundError,
+    OwnerLimitError,
+    StaleStatusError,
+    StoreError,
+)
+from reportexport.store.metrics import MetricsQueries
+from reportexport.store.rows import from_row
 
 CANCEL_ATTEMPTS = 5
 
@@ -67,6 +73,10 @@ class SqlOperations(MetricsQueries):
         """Run finish_job for each outcome in one transaction; True where a row moved."""
         raise NotImplementedError
 
+    def _lock_owner(self, conn: Connection, owner: str) -> None:
+        """Serialise one owner's creates until the transaction ends (see `create_job`)."""
+        raise NotImplementedError
+
     # -- shared -------------------------------------------------------------------------------
 
     def _run(self, conn: Connection, name: str, params: Mapping[str, Any]) -> Cursor:
@@ -91,7 +101,14 @@ class SqlOperations(MetricsQueries):
 
     # -- JobStore -----------------------------------------------------------------------------
 
-    def create_job(self, new: NewJob) -> tuple[Job, bool]:
+    def create_job(self, new: NewJob, *, limits: OwnerLimits | None = None) -> tuple[Job, bool]:
+        """The new job in the initial state, and False instead of True when the owner's
+        idempotency key already names a job (which is returned, and no limit is checked).
+
+        With `limits`, the owner's unfinished and recent jobs are counted and the job inserted
+        in one transaction that holds the owner's lock, so concurrent creates of one owner
+        cannot both pass a cap; OwnerLimitError says which limit refused.
+        """
         params = {
             "owner": new.owner,
             "saved_query": new.saved_query,
@@ -102,21 +119,30 @@ class SqlOperations(MetricsQueries):
             "options": self._json(dict(new.options)),
             "rerun_of": new.rerun_of,
             "idempotency_key": new.idempotency_key,
+            "requested_by": new.requested_by,
             "status": self.graph.initial,
         }
         with self._transaction(write=True) as conn:
+            self._lock_owner(conn, new.owner)
+            if new.idempotency_key is not None:
+                earlier = self._run(conn, "job_by_idempotency_key", params).fetchone()
+                if earlier is not None:
+                    return self._job_from(earlier), False
+            if limits is not None:
+                self._check_limits(conn, new.owner, limits)
             row = self._run(conn, "create_job", params).fetchone()
-            created = row is not None
-            if row is None:
-                row = self._run(conn, "job_by_idempotency_key", params).fetchone()
             if row is None:
                 raise StoreError("the idempotency key's job vanished")
-            job = self._job(conn, row["id"])
-        return job, created
+            return self._job(conn, row["id"]), True
 
-    def job_for_idempotency_key(self, owner: str, key: str) -> JobId | None:
-        rows = self._fetch("job_by_idempotency_key", {"owner": owner, "idempotency_key": key})
-        return JobId(rows[0]["id"]) if rows else None
+    def _check_limits(self, conn: Connection, owner: str, limits: OwnerLimits) -> None:
+        params = {"owner": owner, "since": self._timestamp(limits.since)}
+        row = self._run(conn, "owner_activity", params).fetchone()
+        active, recent = int(row["active"] or 0), int(row["recent"] or 0)
+        if active >= limits.max_active:
+            raise OwnerLimitError("max_active", count=active, maximum=limits.max_active)
+        if recent >= limits.max_recent:
+            raise OwnerLimitError("max_recent", count=recent, maximum=limits.max_recent)
 
     def get_job(self, job_id: JobId) -> JobDetail:
         with self._transaction(write=False) as conn:  # one snapshot for all three reads

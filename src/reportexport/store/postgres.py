@@ -39,6 +39,9 @@ from reportexport.store.schema import (
 SQL = load_queries("postgres")
 NOTIFY_CHANNEL = "reportexport_jobs"
 UPGRADE_LOCK = 0x7265706F7274  # pg_advisory_xact_lock key: one upgrade at a time
+# Creates of one owner take a transaction-scoped advisory lock on a hash of the owner's name
+# (a collision only makes two owners wait for each other).
+OWNER_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
 CANCEL_ATTEMPTS = 5
 SERVICE_GRANTS = (
     ("SELECT, INSERT, UPDATE", ("jobs",)),
@@ -183,6 +186,9 @@ class PostgresDatabase(SqlOperations):
                 if not cur.nextset():
                     break
         return finished
+
+    def _lock_owner(self, conn: Any, owner: str) -> None:
+        conn.execute(OWNER_LOCK, (owner,))
 
     def wait_for_change(self, timeout: float) -> bool:
         """Wait for a NOTIFY from the job triggers; a hint only, so callers poll as well."""

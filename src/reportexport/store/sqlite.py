@@ -166,6 +166,9 @@ class SqliteDatabase(SqlOperations):
     def _finish_rows(self, conn: Any, params: list[dict[str, Any]]) -> list[bool]:
         return [conn.execute(SQL["finish_job"], p).fetchone() is not None for p in params]
 
+    def _lock_owner(self, conn: Any, owner: str) -> None:
+        """Nothing to take: a write transaction (BEGIN IMMEDIATE) is SQLite's only writer."""
+
     def wait_for_change(self, timeout: float) -> bool:
         """Poll SQLite's data_version, which moves when another connection commits."""
         conn = self._conn()

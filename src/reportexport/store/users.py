@@ -6,9 +6,10 @@ import hashlib
 import secrets
 from datetime import datetime
 
+from reportexport.records import User
 from reportexport.store.effects import EffectsQueries
 from reportexport.store.errors import StoreError
-from reportexport.store.records import User, from_row
+from reportexport.store.rows import from_row
 
 ROLES = ("user", "operator")
 
@@ -38,16 +39,15 @@ class UsersQueries(EffectsQueries):
         rows = self._fetch("user_by_token_hash", {"token_hash": token_hash(token)})
         return self._user(rows[0]) if rows else None
 
+    def user_by_name(self, name: str) -> User | None:
+        rows = self._fetch("user_by_name", {"name": name})
+        return self._user(rows[0]) if rows else None
+
     def list_users(self) -> list[User]:
         return [self._user(row) for row in self._fetch("list_users", {})]
 
     def revoke_user(self, name: str, *, now: datetime) -> bool:
         return bool(self._fetch("revoke_user", {"name": name, "now": self._timestamp(now)}))
-
-    def owner_activity(self, owner: str, *, since: datetime) -> tuple[int, int]:
-        """(jobs not yet finished, jobs created since `since`) of one owner."""
-        (row,) = self._fetch("owner_activity", {"owner": owner, "since": self._timestamp(since)})
-        return int(row["active"] or 0), int(row["recent"] or 0)
 
     def record_download(self, job_id: int, person: str) -> None:
         self._fetch("record_download", {"job_id": job_id, "person": person})

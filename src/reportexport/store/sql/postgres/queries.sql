@@ -10,15 +10,16 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 -- create_job --
 -- Insert a queued job; with an idempotency key already used by this owner, insert nothing.
 INSERT INTO jobs (owner, saved_query, source, query_sql, query_hash, parameters, options,
-                  rerun_of, idempotency_key, status)
+                  rerun_of, idempotency_key, requested_by, status)
 VALUES (%(owner)s, %(saved_query)s, %(source)s, %(query_sql)s, %(query_hash)s,
-        %(parameters)s, %(options)s, %(rerun_of)s, %(idempotency_key)s, %(status)s)
+        %(parameters)s, %(options)s, %(rerun_of)s, %(idempotency_key)s, %(requested_by)s,
+        %(status)s)
 ON CONFLICT (owner, idempotency_key) DO NOTHING
 RETURNING id;
 
 -- job_by_idempotency_key --
 -- The job an earlier request with this key created.
-SELECT id FROM jobs WHERE owner = %(owner)s AND idempotency_key = %(idempotency_key)s;
+SELECT * FROM jobs WHERE owner = %(owner)s AND idempotency_key = %(idempotency_key)s;
 
 -- get_job --
 -- One job by id.
@@ -74,7 +75,8 @@ UPDATE jobs
 RETURNING id;
 
 -- finish_job --
--- Move a running job to a terminal status, fenced by its lease token (pipelined per outcome).
+-- Move a running job to a terminal status, fenced by its lease token; a published object's
+-- rows and bytes become the job's final progress figures (pipelined per outcome).
 UPDATE jobs
    SET status = %(to_status)s, change_actor = 'worker', change_worker = %(worker)s,
        change_reason = %(reason)s, error_code = %(error_code)s,
@@ -82,6 +84,8 @@ UPDATE jobs
        object_sha256 = %(object_sha256)s, object_bytes = %(object_bytes)s,
        object_rows = %(object_rows)s, columns = %(columns)s::jsonb, file_name = %(file_name)s,
        object_expires_at = clock_timestamp() + make_interval(secs => %(expires)s),
+       rows_written = coalesce(%(object_rows)s, rows_written),
+       bytes_written = coalesce(%(object_bytes)s, bytes_written),
        lease_expires_at = NULL
  WHERE id = %(id)s AND lease_token = %(token)s AND status = 'running'
 RETURNING id;
@@ -210,6 +214,10 @@ RETURNING *;
 -- user_by_token_hash --
 -- The person a token belongs to, unless revoked.
 SELECT * FROM users WHERE token_hash = %(token_hash)s AND revoked_at IS NULL;
+
+-- user_by_name --
+-- A person by name, revoked or not.
+SELECT * FROM users WHERE name = %(name)s;
 
 -- list_users --
 -- Everyone, oldest first.

@@ -10,15 +10,15 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 -- create_job --
 -- Insert a queued job; with an idempotency key already used by this owner, insert nothing.
 INSERT INTO jobs (owner, saved_query, source, query_sql, query_hash, parameters, options,
-                  rerun_of, idempotency_key, status)
+                  rerun_of, idempotency_key, requested_by, status)
 VALUES (:owner, :saved_query, :source, :query_sql, :query_hash, :parameters, :options,
-        :rerun_of, :idempotency_key, :status)
+        :rerun_of, :idempotency_key, :requested_by, :status)
 ON CONFLICT (owner, idempotency_key) DO NOTHING
 RETURNING id;
 
 -- job_by_idempotency_key --
 -- The job an earlier request with this key created.
-SELECT id FROM jobs WHERE owner = :owner AND idempotency_key = :idempotency_key;
+SELECT * FROM jobs WHERE owner = :owner AND idempotency_key = :idempotency_key;
 
 -- get_job --
 -- One job by id.
@@ -70,7 +70,8 @@ UPDATE jobs
 RETURNING id;
 
 -- finish_job --
--- Move a running job to a terminal status, fenced by its lease token (run per outcome).
+-- Move a running job to a terminal status, fenced by its lease token; a published object's
+-- rows and bytes become the job's final progress figures (run per outcome).
 UPDATE jobs
    SET status = :to_status, change_actor = 'worker', change_worker = :worker,
        change_reason = :reason, error_code = :error_code, error_message = :error_message,
@@ -78,6 +79,8 @@ UPDATE jobs
        object_rows = :object_rows, columns = :columns, file_name = :file_name,
        object_expires_at = CASE WHEN :expires IS NULL THEN NULL
                                 ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :expires) END,
+       rows_written = coalesce(:object_rows, rows_written),
+       bytes_written = coalesce(:object_bytes, bytes_written),
        lease_expires_at = NULL
  WHERE id = :id AND lease_token = :token AND status = 'running'
 RETURNING id;
@@ -200,6 +203,10 @@ RETURNING *;
 -- user_by_token_hash --
 -- The person a token belongs to, unless revoked.
 SELECT * FROM users WHERE token_hash = :token_hash AND revoked_at IS NULL;
+
+-- user_by_name --
+-- A person by name, revoked or not.
+SELECT * FROM users WHERE name = :name;
 
 -- list_users --
 -- Everyone, oldest first.

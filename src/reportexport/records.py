@@ -1,12 +1,16 @@
-"""What the job store reads and writes: frozen records, no I/O."""
+"""The records jobs, side effects, endpoints and people are read as: frozen, no I/O.
+
+The job store builds them from rows (`store.rows`); services and entry points pass them on.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NewType
+
+from reportexport.lifecycle import Actor, Effect, Status
 
 JobId = NewType("JobId", int)
 
@@ -24,6 +28,16 @@ class NewJob:
     options: Mapping[str, Any] = field(default_factory=dict)
     rerun_of: JobId | None = None
     idempotency_key: str | None = None
+    requested_by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OwnerLimits:
+    """What one owner may have: unfinished jobs, and jobs created since `since`."""
+
+    max_active: int
+    max_recent: int
+    since: datetime
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +50,7 @@ class Job:
     query_hash: str
     parameters: Mapping[str, Any]
     options: Mapping[str, Any]
-    status: str
+    status: Status
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
@@ -59,15 +73,16 @@ class Job:
     error_message: str | None
     rerun_of: JobId | None
     idempotency_key: str | None
+    requested_by: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
 class HistoryEntry:
     id: int
     job_id: JobId
-    from_status: str
-    to_status: str
-    actor: str
+    from_status: Status
+    to_status: Status
+    actor: Actor
     person: str | None
     reason: str | None
     worker: str | None
@@ -78,8 +93,8 @@ class HistoryEntry:
 class SideEffect:
     id: int
     job_id: JobId
-    status: str
-    effect: str
+    status: Status
+    effect: Effect
     created_at: datetime
     attempts: int
     next_attempt_at: datetime
@@ -167,7 +182,7 @@ class JobFilter:
     """Which jobs a listing shows: an owner's (or everyone's, for an operator), newest first."""
 
     owner: str | None = None
-    status: str | None = None
+    status: Status | None = None
     saved_query: str | None = None
     before: JobId | None = None
     limit: int = 50
@@ -205,36 +220,20 @@ class Outcome:
     """How a worker ends a running job: a terminal status, and what goes with it."""
 
     lease: Lease
-    to_status: str
+    to_status: Status
     reason: str | None = None
     error_code: str | None = None
     error_message: str | None = None
     published: PublishedObject | None = None
 
 
-TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
-    cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type))
-    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
-}
-JSON_FIELDS = frozenset({"parameters", "options", "columns"})
-
-
-FIELD_NAMES: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls))
-    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
-}
-
-
-def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> Any:
-    """Build a record from a row; SQLite rows carry timestamps and JSON as text."""
-    values = {name: row[name] for name in FIELD_NAMES[cls]}
-    if text_encoded:
-        for name in TIMESTAMP_FIELDS[cls]:
-            if values[name] is not None:
-                values[name] = datetime.fromisoformat(values[name])
-        for name in JSON_FIELDS & values.keys():
-            if values[name] is not None:
-                values[name] = json.loads(values[name])
-    if "columns" in values and values["columns"] is not None:
-        values["columns"] = tuple(values["columns"])
-    return cls(**values)
+@dataclass(frozen=True, kw_only=True)
+class MetricsSnapshot:
+    jobs_by_status: dict[str, int]
+    transitions: dict[tuple[str, str, str], int]
+    exports: int
+    export_rows: int
+    export_bytes: int
+    export_seconds: float
+    effect_attempts: dict[str, int]
+    effects_given_up: dict[str, int]

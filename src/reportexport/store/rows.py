@@ -1,0 +1,45 @@
+"""Rows to records: SQLite carries timestamps and JSON as text, PostgreSQL as values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+from reportexport.records import (
+    HistoryEntry,
+    Job,
+    SideEffect,
+    User,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+
+TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type))
+    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
+}
+JSON_FIELDS = frozenset({"parameters", "options", "columns"})
+
+
+FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls))
+    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
+}
+
+
+def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> Any:
+    """Build a record from a row; SQLite rows carry timestamps and JSON as text."""
+    values = {name: row[name] for name in FIELD_NAMES[cls]}
+    if text_encoded:
+        for name in TIMESTAMP_FIELDS[cls]:
+            if values[name] is not None:
+                values[name] = datetime.fromisoformat(values[name])
+        for name in JSON_FIELDS & values.keys():
+            if values[name] is not None:
+                values[name] = json.loads(values[name])
+    if "columns" in values and values["columns"] is not None:
+        values["columns"] = tuple(values["columns"])
+    return cls(**values)
