@@ -19,8 +19,8 @@ from reportexport.catalog import Limits, SavedQuery
 from reportexport.csvformat import CsvOptions
 from reportexport.objects import ObjectStore, TempObject
 from reportexport.parameters import ParamSpec, decode, encode, validate
+from reportexport.records import Job, JobId, NewJob
 from reportexport.sources import CancelToken, Source
-from reportexport.store.records import Job, JobId, NewJob
 
 BOM = b"\xef\xbb\xbf"
 MAX_ROWS_PARAM = "reportexport_max_rows"
@@ -39,11 +39,17 @@ def new_export(
     raw_parameters: Mapping[str, Any],
     *,
     owner: str,
+    requested_by: str | None = None,
     idempotency_key: str | None = None,
     rerun_of: JobId | None = None,
+    from_text: bool = False,
 ) -> NewJob:
-    """A job for `query`; ParameterError names the parameter and the rule it breaks."""
-    values = validate(query.parameters, raw_parameters)
+    """A job for `query`; ParameterError names the parameter and the rule it breaks.
+
+    `from_text` takes parameter values as text (forms, the command line, a stored job's
+    parameters); otherwise as typed JSON values (see `reportexport.parameters`).
+    """
+    values = validate(query.parameters, raw_parameters, from_text=from_text)
     return NewJob(
         owner=owner,
         saved_query=query.name,
@@ -59,6 +65,7 @@ def new_export(
         },
         idempotency_key=idempotency_key,
         rerun_of=rerun_of,
+        requested_by=requested_by,
     )
 
 
@@ -97,6 +104,35 @@ def _spec(described: Mapping[str, Any]) -> ParamSpec:
     return ParamSpec(**fields, choices=tuple(described.get("choices", ())))
 
 
+class RecordCounter:
+    """Counts CSV records as their bytes pass: line ends outside quoted fields.
+
+    A chunk without a quote (nearly all of them) costs one `bytes.count`; a chunk with quotes
+    is split at them, and the parts outside quotes are counted (an escaped `""` flips the
+    state twice, so it changes nothing).
+    """
+
+    def __init__(self) -> None:
+        self.line_ends = 0
+        self._quoted = False
+
+    def feed(self, data: bytes) -> None:
+        if not self._quoted and b'"' not in data:
+            self.line_ends += data.count(b"\n")
+            return
+        parts = data.split(b'"')
+        for index, part in enumerate(parts):
+            if not self._quoted:
+                self.line_ends += part.count(b"\n")
+            if index < len(parts) - 1:
+                self._quoted = not self._quoted
+
+    @property
+    def rows(self) -> int:
+        """Records after the header."""
+        return max(0, self.line_ends - 1)
+
+
 class ObjectSink:
     """Writes CSV bytes into a temp object: BOM, gzip, SHA-256 and counts on the way."""
 
@@ -105,6 +141,7 @@ class ObjectSink:
         self.limits = limits
         self.csv_bytes = 0
         self.object_bytes = 0
+        self.records = RecordCounter()
         self._sha = hashlib.sha256()
         self._gzip = zlib.compressobj(6, zlib.DEFLATED, 31) if csv.gzip else None
         if csv.bom:
@@ -112,6 +149,7 @@ class ObjectSink:
 
     def write(self, data: bytes) -> None:
         self.csv_bytes += len(data)
+        self.records.feed(data)
         if self.limits.max_bytes is not None and self.csv_bytes > self.limits.max_bytes:
             raise LimitExceededError(
                 "limit_bytes", f"the export grew past its limit of {self.limits.max_bytes:,} bytes"

@@ -31,14 +31,20 @@ def verify_download(secret: bytes, token: str, *, now: float | None = None) -> t
     try:
         body_text, mac_text = token.split(".", 1)
         body, mac = _unb64(body_text), _unb64(mac_text)
-    except ValueError:
+    except (ValueError, UnicodeError):
         raise LinkError("malformed download link") from None
     if not hmac.compare_digest(mac, hmac.new(secret, body, hashlib.sha256).digest()):
         raise LinkError("download link signature does not match")
-    data = json.loads(body)
-    if (time.time() if now is None else now) > data["e"]:
+    try:
+        data = json.loads(body)
+        key, file_name, expires = data["k"], data["f"], data["e"]
+    except (ValueError, TypeError, KeyError):
+        raise LinkError("malformed download link") from None
+    if not (isinstance(key, str) and isinstance(file_name, str) and isinstance(expires, int)):
+        raise LinkError("malformed download link")
+    if (time.time() if now is None else now) > expires:
         raise LinkError("download link has expired", expired=True)
-    return str(data["k"]), str(data["f"])
+    return key, file_name
 
 
 def _b64(data: bytes) -> str:

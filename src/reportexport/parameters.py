@@ -1,4 +1,12 @@
-"""Typed parameters of a saved query: validation with errors that name the rule broken."""
+"""Typed parameters of a saved query: validation with errors that name the rule broken.
+
+Values come in one of two forms. JSON (the HTTP API) carries typed values: an integer is a JSON
+integer, a boolean `true`/`false`, a number a JSON number; dates, timestamps and text are
+strings. Text (a form field, a command-line `NAME=VALUE`, a stored job's parameters) carries
+every value as text, which is parsed by its type. Either way a date is `YYYY-MM-DD`, a
+timestamp is RFC 3339 with its UTC offset (`2024-03-05T10:00:00Z`, `...+01:00`), and text is
+valid Unicode without NUL (see `reportexport.text`).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +14,11 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
+
+from reportexport.text import quoted, unsafe_text
 
 TYPES = ("string", "integer", "number", "boolean", "date", "timestamp", "enum")
 
@@ -17,7 +27,7 @@ class ParameterError(ValueError):
     """A parameter value that breaks a rule; `parameter` and `rule` say which."""
 
     def __init__(self, parameter: str, rule: str, message: str) -> None:
-        super().__init__(f"parameter {parameter!r}: {message}")
+        super().__init__(f"parameter {quoted(parameter)}: {message}")
         self.parameter = parameter
         self.rule = rule
         self.message = message
@@ -51,46 +61,56 @@ class ParamSpec:
         return data
 
 
-def coerce(spec: ParamSpec, raw: Any) -> Any:
-    """The typed value of `raw` (JSON or text, as a form or CLI sends it), or ParameterError."""
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TIMESTAMP_TEXT = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?P<offset>[Zz]|[+-][0-9]{2}:[0-9]{2})?"
+)
+BOOLEAN_WORDS = dict.fromkeys(("true", "yes", "on", "1"), True) | dict.fromkeys(
+    ("false", "no", "off", "0"), False
+)
+
+
+def coerce(spec: ParamSpec, raw: Any, *, from_text: bool = False) -> Any:
+    """The typed value of `raw`, or ParameterError.
+
+    `from_text` takes every value as text as well (forms, the command line, stored jobs);
+    otherwise integers, numbers and booleans must be JSON's own.
+    """
     name = spec.name
     kind = spec.type
     try:
         if kind in ("string", "enum"):
-            if not isinstance(raw, str):
-                raise ParameterError(name, "type", f"expected text, got {_kind(raw)}")
-            value: Any = raw
+            value: Any = _text(name, raw, "text")
         elif kind == "integer":
-            if isinstance(raw, bool) or not isinstance(raw, int | str):
-                raise ParameterError(name, "type", f"expected an integer, got {_kind(raw)}")
-            value = int(raw)
+            value = _integer(name, raw, from_text)
         elif kind == "number":
-            if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-                raise ParameterError(name, "type", f"expected a number, got {_kind(raw)}")
-            value = Decimal(str(raw))
-            if not value.is_finite():
-                raise ParameterError(name, "type", "expected a finite number")
+            value = _number(name, raw, from_text)
         elif kind == "boolean":
-            value = _boolean(name, raw)
+            value = _boolean(name, raw, from_text)
         elif kind == "date":
-            value = date.fromisoformat(_text(name, raw, "a date (YYYY-MM-DD)"))
+            text = _text(name, raw, "a date (YYYY-MM-DD)")
+            if not _DATE_TEXT.fullmatch(text):
+                raise ParameterError(name, "type", f"{quoted(text)} is not a date (YYYY-MM-DD)")
+            value = date.fromisoformat(text)
         elif kind == "timestamp":
-            value = datetime.fromisoformat(_text(name, raw, "a timestamp (ISO 8601)"))
-            if value.tzinfo is None:
-                value = value.replace(tzinfo=UTC)
+            value = _timestamp(name, _text(name, raw, "a timestamp (RFC 3339)"))
         else:
             raise ParameterError(name, "type", f"unknown parameter type {kind!r}")
     except (ValueError, ArithmeticError) as exc:
         if isinstance(exc, ParameterError):
             raise
-        raise ParameterError(name, "type", f"{raw!r} is not a valid {kind}") from None
+        raise ParameterError(name, "type", f"{_shown(raw)} is not a valid {kind}") from None
     return value
 
 
 def check_rules(spec: ParamSpec, value: Any) -> None:
     name = spec.name
     if spec.type == "enum" and value not in spec.choices:
-        raise ParameterError(name, "choices", f"{value!r} is not one of {', '.join(spec.choices)}")
+        choices = ", ".join(spec.choices)
+        raise ParameterError(name, "choices", f"{quoted(value)} is not one of {choices}")
     if isinstance(value, str):
         if spec.min_length is not None and len(value) < spec.min_length:
             raise ParameterError(name, "min_length", f"needs at least {spec.min_length} characters")
@@ -98,23 +118,31 @@ def check_rules(spec: ParamSpec, value: Any) -> None:
             raise ParameterError(name, "max_length", f"takes at most {spec.max_length} characters")
         if spec.pattern is not None and not re.fullmatch(spec.pattern, value):
             raise ParameterError(name, "pattern", f"must match {spec.pattern}")
-    if spec.min is not None and value < coerce(spec, spec.min):
+    if spec.min is not None and value < coerce(spec, spec.min, from_text=True):
         raise ParameterError(name, "min", f"must be at least {encode(spec.min)}")
-    if spec.max is not None and value > coerce(spec, spec.max):
+    if spec.max is not None and value > coerce(spec, spec.max, from_text=True):
         raise ParameterError(name, "max", f"must be at most {encode(spec.max)}")
 
 
-def validate(specs: Mapping[str, ParamSpec], raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Typed values for every parameter, defaults filled in; unknown names are refused."""
+def validate(
+    specs: Mapping[str, ParamSpec], raw: Mapping[str, Any], *, from_text: bool = False
+) -> dict[str, Any]:
+    """Typed values for every parameter, defaults filled in; unknown names are refused.
+
+    An absent value, `null` and the empty text all mean "not given".
+    """
+    for given in raw:
+        if not isinstance(given, str) or unsafe_text(given) is not None:
+            raise ParameterError(str(given), "unknown", "is not a parameter of this saved query")
     unknown = sorted(set(raw) - set(specs))
     if unknown:
         raise ParameterError(unknown[0], "unknown", "is not a parameter of this saved query")
     values: dict[str, Any] = {}
     for name, spec in specs.items():
         if name in raw and raw[name] is not None and raw[name] != "":
-            value = coerce(spec, raw[name])
+            value = coerce(spec, raw[name], from_text=from_text)
         elif spec.default is not None:
-            value = coerce(spec, spec.default)
+            value = coerce(spec, spec.default, from_text=True)
         elif spec.required:
             raise ParameterError(name, "required", "is required")
         else:
@@ -135,30 +163,62 @@ def encode(value: Any) -> Any:
 
 
 def decode(spec: ParamSpec, value: Any) -> Any:
-    return None if value is None else coerce(spec, value)
+    """A stored (encoded) value back to its type."""
+    return None if value is None else coerce(spec, value, from_text=True)
 
 
-def _boolean(name: str, raw: Any) -> bool:
+def _boolean(name: str, raw: Any, from_text: bool) -> bool:
     if isinstance(raw, bool):
         return raw
-    if isinstance(raw, str) and raw.lower() in {
-        "true",
-        "false",
-        "1",
-        "0",
-        "yes",
-        "no",
-        "on",
-        "off",
-    }:
-        return raw.lower() in {"true", "1", "yes", "on"}
-    raise ParameterError(name, "type", f"expected true or false, got {raw!r}")
+    if from_text and isinstance(raw, str) and raw.strip().lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[raw.strip().lower()]
+    expected = "true or false" + (" (or yes/no, on/off, 1/0)" if from_text else "")
+    raise ParameterError(name, "type", f"expected {expected}, got {_shown(raw)}")
+
+
+def _integer(name: str, raw: Any, from_text: bool) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if from_text and isinstance(raw, str) and _INTEGER_TEXT.fullmatch(raw.strip()):
+        return int(raw.strip())
+    raise ParameterError(name, "type", f"expected an integer, got {_shown(raw)}")
+
+
+def _number(name: str, raw: Any, from_text: bool) -> Decimal:
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = Decimal(str(raw))
+    elif from_text and isinstance(raw, str) and _NUMBER_TEXT.fullmatch(raw.strip()):
+        value = Decimal(raw.strip())
+    else:
+        raise ParameterError(name, "type", f"expected a number, got {_shown(raw)}")
+    if not value.is_finite():
+        raise ParameterError(name, "type", "expected a finite number")
+    return value
+
+
+def _timestamp(name: str, text: str) -> datetime:
+    match = _TIMESTAMP_TEXT.fullmatch(text)
+    if match is None:
+        raise ParameterError(name, "type", f"{quoted(text)} is not a timestamp (RFC 3339)")
+    if match.group("offset") is None:
+        example = "as in 2024-03-05T10:00:00Z or +01:00"
+        raise ParameterError(name, "offset", f"{quoted(text)} needs a UTC offset, {example}")
+    return datetime.fromisoformat(text.upper())
 
 
 def _text(name: str, raw: Any, what: str) -> str:
     if not isinstance(raw, str):
         raise ParameterError(name, "type", f"expected {what}, got {_kind(raw)}")
+    problem = unsafe_text(raw)
+    if problem is not None:
+        raise ParameterError(name, "text", f"the value {problem}")
     return raw
+
+
+def _shown(raw: Any) -> str:
+    return quoted(raw) if isinstance(raw, str) else _kind(raw)
 
 
 def _kind(raw: Any) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -27,8 +27,10 @@ def good(**extra: Any) -> dict[str, Any]:
     return {"day": "2024-03-05", "n": "7", **extra}
 
 
-def test_valid_values_are_typed_and_defaults_filled_in() -> None:
-    values = validate(SPECS, good(since="2024-01-01T10:00:00", code="AB", color="red"))
+def test_text_values_are_typed_and_defaults_filled_in() -> None:
+    values = validate(
+        SPECS, good(since="2024-01-01T10:00:00Z", code="AB", color="red"), from_text=True
+    )
     assert values == {
         "day": date(2024, 3, 5),
         "n": 7,
@@ -41,6 +43,74 @@ def test_valid_values_are_typed_and_defaults_filled_in() -> None:
     assert encode(values["since"]) == "2024-01-01T10:00:00+00:00"
 
 
+def test_json_values_must_be_of_their_json_type() -> None:
+    """From JSON an integer is a JSON integer and a boolean a JSON boolean, not their text."""
+    typed = validate(SPECS, {"day": "2024-03-05", "n": 7, "amount": 2.5, "paid": True})
+    assert (typed["n"], typed["amount"], typed["paid"]) == (7, Decimal("2.5"), True)
+    assert validate(SPECS, {"day": "2024-03-05", "n": 7.0})["n"] == 7  # 7.0 is an integer
+    for raw, name in (({"n": "7"}, "n"), ({"n": 7, "paid": "true"}, "paid"),
+                      ({"n": 7, "amount": "2.5"}, "amount")):  # fmt: skip
+        with pytest.raises(ParameterError) as raised:
+            validate(SPECS, {"day": "2024-03-05", **raw})
+        assert (raised.value.parameter, raised.value.rule) == (name, "type")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("true", True), ("YES", True), ("on", True), ("1", True), (" true ", True),
+     ("false", False), ("no", False), ("Off", False), ("0", False)],
+)  # fmt: skip
+def test_text_booleans_mean_what_they_say(text: str, expected: bool) -> None:
+    assert validate(SPECS, good(paid=text), from_text=True)["paid"] is expected
+
+
+def test_the_upper_bounds_are_inclusive() -> None:
+    values = validate(SPECS, good(day="2025-12-31", n="100", code="ABC"), from_text=True)
+    assert (values["day"], values["n"], values["code"]) == (date(2025, 12, 31), 100, "ABC")
+    lower = validate(SPECS, good(day="2024-01-01", n="1", code="AB", amount="0"), from_text=True)
+    assert (lower["day"], lower["n"], lower["amount"]) == (date(2024, 1, 1), 1, Decimal("0"))
+
+
+def test_an_optional_parameter_left_out_is_none_not_its_neighbours_value() -> None:
+    values = validate(SPECS, good(code="AB"), from_text=True)
+    assert (values["since"], values["color"], values["code"]) == (None, None, "AB")
+    assert validate(SPECS, good(code="", color=None), from_text=True)["code"] is None
+
+
+def test_a_timestamp_keeps_its_offset_and_needs_one() -> None:
+    values = validate(SPECS, good(since="2024-01-01T10:00:00.5+05:30"), from_text=True)
+    offset = timezone(timedelta(hours=5, minutes=30))
+    assert values["since"] == datetime(2024, 1, 1, 10, 0, 0, 500_000, tzinfo=offset)
+    with pytest.raises(ParameterError, match="needs a UTC offset") as raised:
+        validate(SPECS, good(since="2024-01-01T10:00:00"), from_text=True)
+    assert raised.value.rule == "offset"
+
+
+@pytest.mark.parametrize("text", ["20240305", "2024-W10-2", "2024-03-05T00:00", " 2024-03-05"])
+def test_a_date_is_exactly_yyyy_mm_dd(text: str) -> None:
+    with pytest.raises(ParameterError) as raised:
+        validate(SPECS, good(day=text), from_text=True)
+    assert (raised.value.parameter, raised.value.rule) == ("day", "type")
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("A\x00B", "NUL"), ("\ud800", r"lone surrogate \(U\+D800\)"), ("x\udcff", "byte 0xff")],
+)
+def test_text_that_cannot_be_stored_is_refused_naming_the_parameter(value: str, why: str) -> None:
+    spec = {"note": ParamSpec(name="note", type="string")}
+    with pytest.raises(ParameterError, match=why) as raised:
+        validate(spec, {"note": value})
+    assert (raised.value.parameter, raised.value.rule) == ("note", "text")
+    str(raised.value).encode("utf-8")  # the message itself is printable
+
+
+def test_a_parameter_name_that_cannot_be_stored_is_unknown() -> None:
+    with pytest.raises(ParameterError) as raised:
+        validate(SPECS, good(**{"\ud800": "x"}))
+    assert raised.value.rule == "unknown"
+
+
 @pytest.mark.parametrize(
     ("raw", "parameter", "rule"),
     [
@@ -49,6 +119,7 @@ def test_valid_values_are_typed_and_defaults_filled_in() -> None:
         (good(day="2023-12-31"), "day", "min"),
         (good(day="2026-01-01"), "day", "max"),
         (good(n="seven"), "n", "type"),
+        (good(n="7.5"), "n", "type"),
         (good(n=True), "n", "type"),
         (good(n=0), "n", "min"),
         (good(n=101), "n", "max"),
@@ -68,6 +139,6 @@ def test_each_broken_rule_names_the_parameter_and_the_rule(
     raw: dict[str, Any], parameter: str, rule: str
 ) -> None:
     with pytest.raises(ParameterError) as raised:
-        validate(SPECS, raw)
+        validate(SPECS, raw, from_text=True)
     assert (raised.value.parameter, raised.value.rule) == (parameter, rule)
     assert f"parameter {parameter!r}" in str(raised.value)

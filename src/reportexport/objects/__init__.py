@@ -22,6 +22,10 @@ class ObjectExistsError(ObjectStoreError):
     """Publishing would overwrite an object: a job never gets a second object."""
 
 
+class ObjectKeyError(ObjectStoreError, ValueError):
+    """A key that names no place in this store (it leaves the store's directory)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ObjectInfo:
     key: str

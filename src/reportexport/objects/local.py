@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from reportexport.links import sign_download
-from reportexport.objects import ObjectExistsError, ObjectInfo
+from reportexport.objects import ObjectExistsError, ObjectInfo, ObjectKeyError
 
 
 def local_root(url: str) -> Path:
@@ -108,7 +108,7 @@ class LocalObjectStore:
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()
         if not path.is_relative_to(self.root.resolve()):
-            raise ValueError(f"key {key!r} leaves the object store")
+            raise ObjectKeyError(f"the key {key!r} leaves the object store")
         return path
 
 

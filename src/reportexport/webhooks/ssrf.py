@@ -9,10 +9,13 @@ address that was checked, so a second DNS answer cannot rebind it.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from reportexport.text import unsafe_text
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Sequence[str]]
@@ -99,39 +102,102 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-def check_destination(
-    url: str, *, resolver: Resolver = system_resolver, allow_private: bool = False
-) -> Destination:
+_HOST_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookUrl:
+    """A webhook URL taken apart: what can be known of it without asking DNS."""
+
+    scheme: str
+    host: str
+    port: int
+    target: str  # path and query
+    literal: IPAddress | None  # the host, when it is an address rather than a name
+
+
+def parse_webhook_url(url: str) -> WebhookUrl:
+    """The parts of an http(s) URL with a host and no credentials; UnsafeDestinationError
+    names what is wrong."""
+    problem = unsafe_text(url)
+    if problem is not None:
+        raise UnsafeDestinationError(f"the webhook URL {problem}")
+    if any(ch.isspace() or ord(ch) < 0x20 for ch in url):
+        raise UnsafeDestinationError("the webhook URL contains white space or control characters")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise UnsafeDestinationError(f"webhook URLs must be http or https, not {parts.scheme!r}")
     if not parts.hostname:
         raise UnsafeDestinationError("the webhook URL has no host")
-    if parts.username or parts.password:
+    if parts.username is not None or parts.password is not None:
         raise UnsafeDestinationError("credentials in webhook URLs are not accepted")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    literal = True
     try:
-        addresses = [ipaddress.ip_address(parts.hostname)]
+        port = parts.port
     except ValueError:
-        literal = False
-        try:
-            addresses = [
-                ipaddress.ip_address(a.split("%")[0]) for a in resolver(parts.hostname, port)
-            ]
-        except OSError as exc:
-            raise UnsafeDestinationError(f"{parts.hostname} does not resolve: {exc}") from None
-    if not addresses:
-        raise UnsafeDestinationError(f"{parts.hostname} resolves to no address")
-    for address in addresses:
-        why = refusal(address, allow_private=allow_private)
-        if why is not None:
-            raise UnsafeDestinationError(why if literal else f"{parts.hostname} resolves to {why}")
+        raise UnsafeDestinationError("the webhook URL's port must be a number 1 to 65535") from None
+    if port == 0:
+        raise UnsafeDestinationError("the webhook URL's port must be a number 1 to 65535")
+    host = parts.hostname
+    try:
+        literal: IPAddress | None = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+        if not _is_host_name(host):
+            raise UnsafeDestinationError(f"{host!r} is not a host name or address") from None
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return Destination(
+    return WebhookUrl(
         scheme=parts.scheme,
-        host=parts.hostname,
-        port=port,
-        address=str(addresses[0]),
+        host=host,
+        port=port or (443 if parts.scheme == "https" else 80),
         target=target,
+        literal=literal,
+    )
+
+
+def _is_host_name(host: str) -> bool:
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    labels = ascii_host.rstrip(".").split(".")
+    return len(ascii_host) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+
+
+def check_webhook_url(url: str, *, allow_private: bool = False) -> WebhookUrl:
+    """What can be refused when an endpoint is registered, without DNS: the URL's form, and an
+    address written in it. A name is resolved, and every address it resolves to checked, at
+    each delivery (`check_destination`): DNS answers change, so only that check protects."""
+    parsed = parse_webhook_url(url)
+    if parsed.literal is not None:
+        why = refusal(parsed.literal, allow_private=allow_private)
+        if why is not None:
+            raise UnsafeDestinationError(why)
+    return parsed
+
+
+def check_destination(
+    url: str, *, resolver: Resolver = system_resolver, allow_private: bool = False
+) -> Destination:
+    """Where to connect for `url`: every resolved address checked, the first one used."""
+    parsed = check_webhook_url(url, allow_private=allow_private)
+    if parsed.literal is not None:
+        addresses = [parsed.literal]
+    else:
+        try:
+            answers = resolver(parsed.host, parsed.port)
+        except OSError as exc:
+            raise UnsafeDestinationError(f"{parsed.host} does not resolve: {exc}") from None
+        addresses = [ipaddress.ip_address(a.split("%")[0]) for a in answers]
+        if not addresses:
+            raise UnsafeDestinationError(f"{parsed.host} resolves to no address")
+        for address in addresses:
+            why = refusal(address, allow_private=allow_private)
+            if why is not None:
+                raise UnsafeDestinationError(f"{parsed.host} resolves to {why}")
+    return Destination(
+        scheme=parsed.scheme,
+        host=parsed.host,
+        port=parsed.port,
+        address=str(addresses[0]),
+        target=parsed.target,
     )
