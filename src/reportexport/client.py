@@ -1,11 +1,15 @@
-"""The command line over the HTTP API: submit, follow with a progress bar, download."""
+"""The command line over the HTTP API: submit, follow with a progress bar, download.
+
+Parameters are typed on the way: the saved query's own description (from the API) turns each
+`NAME=VALUE` into the JSON value the API takes, with the same rules the service applies.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +18,29 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-SERVER_ENV, TOKEN_ENV = "REPORTEXPORT_SERVER", "REPORTEXPORT_TOKEN"
+from reportexport.parameters import ParameterError, ParamSpec, coerce, encode
+from reportexport.settings import Settings
+from reportexport.text import printable, quoted
+
+DEFAULT_SERVER = "http://127.0.0.1:8000"
 
 
 class ApiError(Exception):
-    pass
+    """The server refused or failed; `status` is its HTTP status, if it answered."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-def connect(args: argparse.Namespace) -> httpx.Client:
-    server = args.server or os.environ.get(SERVER_ENV) or "http://127.0.0.1:8000"
-    token = args.token or os.environ.get(TOKEN_ENV)
-    if not token:
-        raise ApiError(f"no token: pass --token or set ${TOKEN_ENV}")
-    return httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+def connect(settings: Settings) -> httpx.Client:
+    if not settings.token:
+        raise ApiError("no token: pass --token or set $REPORTEXPORT_TOKEN")
+    return httpx.Client(
+        base_url=settings.server or DEFAULT_SERVER,
+        headers={"Authorization": f"Bearer {settings.token}"},
+        timeout=30,
+    )
 
 
 def checked(response: httpx.Response) -> Any:
@@ -36,23 +50,46 @@ def checked(response: httpx.Response) -> Any:
             message = f"{problem.get('title')}: {problem.get('detail')}"
         except ValueError:
             message = response.text[:200]
-        raise ApiError(f"HTTP {response.status_code} {message}")
+        raise ApiError(f"HTTP {response.status_code} {message}", response.status_code)
     return response.json() if response.content else None
 
 
-def cmd_remote_export(args: argparse.Namespace, raw: dict[str, str]) -> int:
+def typed_parameters(described: list[Mapping[str, Any]], raw: Mapping[str, str]) -> dict[str, Any]:
+    """Text values as the JSON the API takes, by the saved query's parameter types."""
+    specs = {d["name"]: d for d in described}
+    typed: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name not in specs or value == "":
+            typed[name] = value  # the service names the problem
+            continue
+        spec = ParamSpec(name=name, type=specs[name]["type"])
+        converted = encode(coerce(spec, value, from_text=True))
+        typed[name] = _json_number(converted) if spec.type == "number" else converted
+    return typed
+
+
+def _json_number(value: Any) -> Any:
+    number = float(value)
+    return int(number) if number.is_integer() and "." not in str(value) else number
+
+
+def cmd_remote_export(settings: Settings, args: argparse.Namespace, raw: dict[str, str]) -> int:
     console = Console(stderr=True)
-    with connect(args) as client:
+    with connect(settings) as client:
+        query = client.get(f"/api/saved-queries/{args.query}")
+        if query.status_code == 404:
+            raise ApiError(f"no saved query {quoted(args.query)}; see: reportexport queries list")
+        parameters = typed_parameters(checked(query)["parameters"], raw)
         job = checked(
-            client.post("/api/exports", json={"saved_query": args.query, "parameters": raw})
+            client.post("/api/exports", json={"saved_query": args.query, "parameters": parameters})
         )
         console.print(f"job {job['id']}: {job['status']}")
         if not (args.wait or args.output):
             return 0
         job = follow(client, job["id"], console)
         if job["status"] != "succeeded":
-            console.print(f"job {job['id']}: {job['status']} {job.get('error_code') or ''} "
-                          f"{job.get('error_message') or ''}")  # fmt: skip
+            failure = f"{job.get('error_code') or ''} {job.get('error_message') or ''}"
+            console.print(f"job {job['id']}: {job['status']} {failure}")
             return 1
         console.print(f"job {job['id']}: succeeded, {job['rows']:,} rows, {job['bytes']:,} bytes")
         if args.output:
@@ -62,62 +99,83 @@ def cmd_remote_export(args: argparse.Namespace, raw: dict[str, str]) -> int:
 
 
 def follow(client: httpx.Client, job_id: int, console: Console) -> dict[str, Any]:
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"),
-               TimeElapsedColumn())  # fmt: skip
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(f"job {job_id}", total=None, detail="queued")
         while True:
             job: dict[str, Any] = checked(client.get(f"/api/exports/{job_id}"))["job"]
-            progress.update(task, detail=f"{job['status']}: {job['bytes_written']:,} bytes")
+            detail = f"{job['status']}: {job['rows_written']:,} rows, {job['bytes_written']:,} B"
+            progress.update(task, detail=detail)
             if job["finished_at"] is not None:
                 return job
             time.sleep(0.5)
 
 
 def download(client: httpx.Client, job_id: int, output: Path) -> None:
-    link = client.get(f"/api/exports/{job_id}/download")
+    link = client.get(f"/api/exports/{job_id}/download", follow_redirects=False)
     if link.status_code != 302:
         checked(link)
         raise ApiError("the server gave no download link")
     location = link.headers["location"]
-    with client.stream("GET", location) as response, open(output, "wb") as target:
+    partial = output.with_name(output.name + ".download")
+    with client.stream("GET", location) as response:
         if response.status_code >= 400:
             response.read()
             checked(response)
-        for chunk in response.iter_bytes():
-            target.write(chunk)
+        with open(partial, "wb") as target:
+            for chunk in response.iter_bytes():
+                target.write(chunk)
+    partial.replace(output)  # a half-written file never takes the name
 
 
-def cmd_jobs(args: argparse.Namespace) -> int:
-    with connect(args) as client:
+def cmd_jobs(settings: Settings, args: argparse.Namespace) -> int:
+    with connect(settings) as client:
         if args.action == "list":
             params = {"status": args.status} if args.status else {}
             page = checked(client.get("/api/exports", params=params))
-            table = Table("id", "saved query", "status", "owner", "created", "bytes")
+            table = Table("id", "saved query", "status", "owner", "created", "rows", "bytes")
             for job in page["jobs"]:
-                table.add_row(str(job["id"]), job["saved_query"], job["status"], job["owner"],
-                              job["created_at"], f"{job['bytes_written']:,}")  # fmt: skip
+                table.add_row(
+                    str(job["id"]),
+                    job["saved_query"],
+                    job["status"],
+                    job["owner"],
+                    job["created_at"],
+                    f"{job['rows_written']:,}",
+                    f"{job['bytes_written']:,}",
+                )
             Console().print(table)
         elif args.action == "show":
-            detail = checked(client.get(f"/api/exports/{args.id}"))
-            job = detail["job"]
-            console = Console()
-            console.print(f"job {job['id']} {job['saved_query']} {job['status']} ({job['owner']})")
-            for entry in detail["history"]:
-                who = entry["person"] or entry["worker"] or ""
-                console.print(f"  {entry['at']}  {entry['from_status']} -> {entry['to_status']}"
-                              f"  {entry['actor']} {who}  {entry['reason'] or ''}")  # fmt: skip
-            for effect in detail["side_effects"]:
-                console.print(f"  effect {effect['effect']}: {effect['attempts']} attempts"
-                              f"{', done' if effect['completed_at'] else ''}")  # fmt: skip
+            show(checked(client.get(f"/api/exports/{args.id}")))
+        elif args.action == "download":
+            download(client, args.id, args.output)
+            print(f"job {args.id}: written to {args.output}")
         else:  # cancel
             job = checked(client.post(f"/api/exports/{args.id}/cancel"))
             print(f"job {job['id']}: {job['status']}")
     return 0
 
 
-def cmd_remote_queries(args: argparse.Namespace) -> int:
-    with connect(args) as client:
+def show(detail: Mapping[str, Any]) -> None:
+    job = detail["job"]
+    console = Console()
+    console.print(f"job {job['id']} {job['saved_query']} {job['status']} ({job['owner']})")
+    for entry in detail["history"]:
+        who = entry["person"] or entry["worker"] or ""
+        move = f"{entry['from_status']} -> {entry['to_status']}"
+        console.print(f"  {entry['at']}  {move}  {entry['actor']} {who}  {entry['reason'] or ''}")
+    for effect in detail["side_effects"]:
+        completed = ", completed" if effect["completed_at"] else ""
+        console.print(f"  effect {effect['effect']}: {effect['attempts']} attempts{completed}")
+
+
+def cmd_remote_queries(settings: Settings) -> int:
+    with connect(settings) as client:
         for query in checked(client.get("/api/saved-queries")):
             params = ", ".join(
                 f"{p['name']}:{p['type']}{'' if p['required'] else '?'}"
@@ -127,9 +185,16 @@ def cmd_remote_queries(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(handler: Any, *args: Any) -> int:
+def run(handler: Callable[..., int], *args: Any) -> int:
+    """Exit 2 when the input was refused (here or by the server), 1 when something failed."""
     try:
         return int(handler(*args))
-    except (ApiError, httpx.HTTPError) as exc:
+    except ParameterError as exc:
+        print(f"reportexport: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    except ApiError as exc:
+        print(f"reportexport: {exc}", file=sys.stderr)
+        return 2 if exc.status in (400, 415, 422) else 1
+    except httpx.HTTPError as exc:
         print(f"reportexport: {exc}", file=sys.stderr)
         return 1

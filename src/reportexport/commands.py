@@ -1,4 +1,10 @@
-"""The commands that touch data: demo, queries, worker, export, sweep."""
+"""The commands that act on this machine's service: demo, queries, export, worker, effects,
+webhooks, users, db, sweep, and the `jobs` group (over the API).
+
+Each handler gets the process's `Runtime` (the composition root) and its arguments, asks the
+runtime for the service or part it uses, and prints; refusals are one line on stderr with
+exit 2 for what the person must change, 1 for what failed.
+"""
 
 from __future__ import annotations
 
@@ -7,74 +13,60 @@ import os
 import shutil
 import sys
 import time
-from contextlib import closing
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
-
-from reportexport import config
-from reportexport.catalog import Catalog, CatalogError, load_catalog
-from reportexport.demo import DEFAULT_ROWS, build_demo_database, write_demo_catalog
-from reportexport.effects.handlers import Context
-from reportexport.exports import new_export
-from reportexport.graph import load_graph
-from reportexport.logs import configure_logging
-from reportexport.objects import ObjectStore, open_object_store
+from reportexport.composition import Runtime, demo_paths
 from reportexport.parameters import ParameterError
-from reportexport.store import Database, StoreError, open_database
-from reportexport.worker import Worker, WorkerSettings
+from reportexport.records import User
+from reportexport.services.errors import InvalidInputError, ServiceError
+from reportexport.services.exports import Acting
+from reportexport.text import printable, quoted, unsafe_text
+
+SHELL = Acting(name="command line", role="operator")  # whoever can reach the database
 
 
-def catalog_from(args: argparse.Namespace) -> Catalog:
-    return load_catalog(args.catalog or config.default_catalog_path())
+def say(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
-def database_from(args: argparse.Namespace, *, upgrade_embedded: bool = False) -> Database:
-    url = args.database or config.default_database_url()
-    graph = load_graph(args.graph)
-    if upgrade_embedded and url == config.default_database_url() and url.startswith("sqlite:"):
-        # The embedded default builds itself; a shared database is upgraded on purpose.
-        database = open_database(url, graph, check=False)
-        database.upgrade()
-        return database
-    return open_database(url, graph)
+# -- the demo -------------------------------------------------------------------------------------
 
 
-def objects_from(args: argparse.Namespace) -> ObjectStore:
-    return open_object_store(
-        args.objects or config.default_objects_url(), link_secret=config.link_secret()
-    )
+def cmd_demo(runtime: Runtime, args: argparse.Namespace) -> int:
+    from reportexport.demo import build_demo_database, write_demo_catalog
 
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    base = config.home()
-    database_file = base / "demo.duckdb"
-    catalog_file = args.catalog or config.default_catalog_path()
+    settings = runtime.settings
+    database_file, catalog_file = demo_paths(settings)
     if args.force or not database_file.exists():
-        rows = args.rows or DEFAULT_ROWS
-        print(f"building {database_file} with {rows:,} orders ...", flush=True)
+        print(f"building {database_file} with {settings.demo_rows:,} orders ...", flush=True)
         started = time.monotonic()
-        build_demo_database(database_file, rows)
-        print(f"  done in {time.monotonic() - started:.1f} s")
-    if args.force or not Path(catalog_file).exists():
-        write_demo_catalog(Path(catalog_file))
+        build_demo_database(database_file, settings.demo_rows)
+        print(f"  built in {time.monotonic() - started:.1f} s")
+    if args.force or not catalog_file.exists():
+        write_demo_catalog(catalog_file)
         print(f"wrote the demo catalog {catalog_file}")
-    database_from(args, upgrade_embedded=True).close()
-    print("the job store is ready; try: reportexport export orders_by_day --param day=2024-03-05")
+    upgraded = runtime.unchecked_database().upgrade()
+    print(f"the job store is ready (schema version {upgraded.version})")
+    print_first_people(runtime)
+    print("try: reportexport export orders_by_day --param day=2024-03-05 -o orders.csv")
     return 0
 
 
-def cmd_queries_list(args: argparse.Namespace) -> int:
-    if args.server or os.environ.get("REPORTEXPORT_SERVER"):
+def print_first_people(runtime: Runtime) -> None:
+    for person in runtime.first_people():
+        line = f"created {person.role} {person.name!r}; token (shown once): {person.token}"
+        print(line, flush=True)
+
+
+# -- saved queries --------------------------------------------------------------------------------
+
+
+def cmd_queries_list(runtime: Runtime, args: argparse.Namespace) -> int:
+    if runtime.settings.server:
         from reportexport import client
 
-        return client.run(client.cmd_remote_queries, args)
-    try:
-        catalog = catalog_from(args)
-    except CatalogError as exc:
-        return _catalog_problems(exc)
-    for query in catalog.queries.values():
+        return client.run(client.cmd_remote_queries, runtime.settings)
+    for query in runtime.exports.saved_queries():
         params = ", ".join(
             f"{spec.name}:{spec.type}{'' if spec.required else '?'}"
             for spec in query.parameters.values()
@@ -83,109 +75,138 @@ def cmd_queries_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_queries_check(args: argparse.Namespace) -> int:
-    try:
-        catalog = catalog_from(args)
-    except CatalogError as exc:
-        return _catalog_problems(exc)
-    except FileNotFoundError as exc:
-        print(f"reportexport queries: {exc}", file=sys.stderr)
+def cmd_queries_check(runtime: Runtime, args: argparse.Namespace) -> int:
+    catalog = runtime.catalog
+    problems = runtime.check_catalog()
+    for problem in problems:
+        say(f"  - {problem}")
+    if problems:
+        say(f"{catalog.path}: {len(problems)} saved queries cannot run")
         return 1
-    print(f"{catalog.path}: {len(catalog.queries)} saved queries, {len(catalog.sources)} sources")
+    counts = f"{len(catalog.queries)} saved queries, {len(catalog.sources)} sources"
+    print(f"{catalog.path}: {counts}; each described by its source")
     return 0
 
 
-def _catalog_problems(exc: CatalogError) -> int:
-    print(f"{exc.path}: the catalog has problems:", file=sys.stderr)
-    for problem in exc.problems:
-        print(f"  - {problem}", file=sys.stderr)
-    return 1
+# -- exports --------------------------------------------------------------------------------------
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
-    configure_logging()
-    database = database_from(args)
-    settings = WorkerSettings(
-        concurrency=args.concurrency,
-        lease_seconds=args.lease_seconds,
-        retention_seconds=args.retention_days * 86400,
-    )
-    worker = Worker(database, catalog_from(args), objects_from(args), settings)
-    try:
-        worker.run_until_signal(grace_seconds=args.grace_seconds)
-    finally:
-        database.close()
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(runtime: Runtime, args: argparse.Namespace) -> int:
     """Over the API when a server is named; otherwise here, with an in-process worker."""
-    raw: dict[str, str] = {}
-    for item in args.param:
-        name, sep, value = item.partition("=")
-        if not sep:
-            print(f"--param takes NAME=VALUE, not {item!r}", file=sys.stderr)
-            return 2
-        raw[name] = value
-    if args.server or os.environ.get("REPORTEXPORT_SERVER"):
+    raw = parameters_from(args.param)
+    if raw is None:
+        return 2
+    if args.output is not None and not writable_target(args.output):
+        return 2
+    if runtime.settings.server:
         from reportexport import client
 
-        return client.run(client.cmd_remote_export, args, raw)
-    catalog = catalog_from(args)
-    query = catalog.queries.get(args.query)
-    if query is None:
-        print(f"no saved query {args.query!r}; see: reportexport queries list", file=sys.stderr)
+        return client.run(client.cmd_remote_export, runtime.settings, args, raw)
+    person = owner_of_local_exports(runtime)
+    if person is None:
         return 2
+    exports = runtime.exports
     try:
-        new = new_export(query, raw, owner=args.owner)
+        job = exports.create(person, args.query, raw, from_text=True).job
+    except InvalidInputError as exc:
+        hint = "; see: reportexport queries list" if exc.field == "saved_query" else ""
+        say(f"reportexport export: {exc.detail}{hint}")
+        return 2
     except ParameterError as exc:
-        print(f"reportexport export: {exc}", file=sys.stderr)
+        say(f"reportexport export: {printable(str(exc))}")
         return 2
-    database = database_from(args, upgrade_embedded=True)
-    objects = objects_from(args)
-    worker = Worker(database, catalog, objects, WorkerSettings(concurrency=1))
+    print(f"job {job.id}: {job.status}", flush=True)
+    worker = runtime.worker()
+    worker.start()
     try:
-        job, _ = database.create_job(new)
-        print(f"job {job.id}: {job.status}", flush=True)
-        worker.start()
         last = -1
         while True:
-            detail = database.get_job(job.id)
-            current = detail.job
-            if current.bytes_written != last and current.status == "running":
-                last = current.bytes_written
-                print(f"  {current.status}: {current.bytes_written:,} bytes", flush=True)
-            if current.finished_at is not None:
+            job = exports.job(person, job.id).detail.job
+            if job.status == "running" and job.bytes_written != last:
+                last = job.bytes_written
+                progress = f"{job.rows_written:,} rows, {job.bytes_written:,} bytes"
+                print(f"  running: {progress}", flush=True)
+            if job.finished_at is not None:
                 break
             time.sleep(0.2)
-    except StoreError as exc:
-        print(f"reportexport export: {exc}", file=sys.stderr)
-        return 1
     finally:
         worker.stop(grace_seconds=0)
-    print(f"job {current.id}: {current.status}")
-    if current.error_code:
-        print(f"  {current.error_code}: {current.error_message}", file=sys.stderr)
-        database.close()
+    print(f"job {job.id}: {job.status}")
+    if job.error_code:
+        say(f"  {job.error_code}: {job.error_message}")
         return 1
-    if current.object_key is not None:
-        print(
-            f"  {current.object_rows or 0:,} rows, {current.object_bytes or 0:,} bytes, "
-            f"sha256 {current.object_sha256}\n  object {current.object_key}"
+    if job.object_key is None:
+        return 1
+    print(
+        f"  {job.object_rows or 0:,} rows, {job.object_bytes or 0:,} bytes, sha256 "
+        + f"{job.object_sha256}\n  object {job.object_key}"
+    )
+    if args.output:
+        stored = exports.open_file(person, job.id)
+        with stored.stream as source, open(args.output, "wb") as target:
+            shutil.copyfileobj(source, target)
+        print(f"  written to {args.output}")
+    return 0 if job.status == "succeeded" else 1
+
+
+def parameters_from(items: list[str]) -> dict[str, str] | None:
+    """`NAME=VALUE` arguments as a mapping; None (after saying why) when one is wrong."""
+    raw: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            say(f"reportexport export: --param takes NAME=VALUE, not {quoted(item)}")
+            return None
+        for what, text in (("name", name), ("value", value)):
+            problem = unsafe_text(text)
+            if problem is not None:
+                say(f"reportexport export: --param {quoted(name)}: the {what} {problem}")
+                return None
+        if name in raw:
+            say(f"reportexport export: --param {quoted(name)} is given twice; give each once")
+            return None
+        raw[name] = value
+    return raw
+
+
+def writable_target(output: Path) -> bool:
+    """Whether the CSV can be written at `output`, checked before any job is created."""
+    folder = output.parent if str(output.parent) else Path(".")
+    if output.is_dir():
+        say(f"reportexport export: -o {output} is a directory; name a file")
+    elif not folder.is_dir():
+        say(f"reportexport export: -o {output}: the folder {folder} does not exist")
+    elif not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        say(f"reportexport export: -o {output}: not writable")
+    else:
+        return True
+    return False
+
+
+def owner_of_local_exports(runtime: Runtime) -> User | None:
+    name = runtime.settings.owner
+    person = runtime.people.get(name)
+    if person is None or person.revoked_at is not None:
+        shown = quoted(name)
+        say(
+            f"reportexport export: local exports belong to a user, and there is no active user "
+            f"{shown}: choose one with --owner or $REPORTEXPORT_OWNER, or add it with "
+            f"`reportexport users add NAME`"
         )
-        if args.output:
-            with objects.read(current.object_key) as source, open(args.output, "wb") as target:
-                shutil.copyfileobj(source, target)
-            print(f"  written to {args.output}")
-    database.close()
-    return 0 if current.status == "succeeded" else 1
+        return None
+    return person
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from reportexport.sweeper import sweep
+def cmd_worker(runtime: Runtime, args: argparse.Namespace) -> int:
+    from reportexport.logs import configure_logging
 
-    with closing(database_from(args)) as database:
-        report = sweep(database, objects_from(args), dry_run=args.dry_run)
+    configure_logging()
+    runtime.worker().run_until_signal(grace_seconds=runtime.settings.grace_seconds)
+    return 0
+
+
+def cmd_sweep(runtime: Runtime, args: argparse.Namespace) -> int:
+    report = runtime.sweep(dry_run=args.dry_run)
     verb = "would delete" if args.dry_run else "deleted"
     for key, why in report.deleted.items():
         print(f"{verb} {key}: {why}")
@@ -193,128 +214,155 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def effects_context(database: Database, objects: ObjectStore) -> Context:
-    return Context(
-        store=database,
-        objects=objects,
-        client=httpx.Client(timeout=10.0, follow_redirects=False),
-        allow_private=config.webhooks_allow_private(),
-        public_url=config.public_url(),
-    )
+# -- side effects ---------------------------------------------------------------------------------
 
 
-def cmd_effects(args: argparse.Namespace) -> int:
-    from reportexport.effects.backoff import RetryPolicy
-    from reportexport.effects.runner import EffectsRunner, RunnerSettings
+def cmd_effects(runtime: Runtime, args: argparse.Namespace) -> int:
+    from reportexport.logs import configure_logging
 
     configure_logging()
-    database = database_from(args)
-    settings = RunnerSettings(
-        batch=args.batch,
-        claim_seconds=args.claim_seconds,
-        policy=RetryPolicy(max_attempts=args.max_attempts),
-    )
-    context = effects_context(database, objects_from(args))
+    runner = runtime.effects_runner()
+    if args.once:
+        while runner.run_once():
+            pass
+    else:
+        runner.run_until_signal()
+    return 0
+
+
+def cmd_effects_given_up(runtime: Runtime, args: argparse.Namespace) -> int:
+    for row in runtime.exports.given_up_side_effects(SHELL):
+        given_up = f"{row.given_up_at:%Y-%m-%d %H:%M:%S}" if row.given_up_at else "-"
+        attempts = f"{row.attempts} attempts, given up at {given_up}"
+        print(f"job {row.job_id} {row.effect}: {attempts}; last problem: {row.last_error}")
+    return 0
+
+
+def cmd_effects_redrive(runtime: Runtime, args: argparse.Namespace) -> int:
     try:
-        runner = EffectsRunner(database, context, load_graph(args.graph), settings)
-        if args.once:
-            while runner.run_once():
-                pass
-        else:
-            runner.run_until_signal()
-    except RuntimeError as exc:  # a handler missing for a fixture effect, or the reverse
-        print(f"reportexport effects: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        context.client.close()
-        database.close()
-    return 0
-
-
-def cmd_effects_given_up(args: argparse.Namespace) -> int:
-    with closing(database_from(args)) as database:
-        for row in database.given_up_side_effects():
-            print(f"job {row.job_id} {row.effect}: {row.attempts} attempts, given up at "
-                  f"{row.given_up_at:%Y-%m-%d %H:%M:%S}; last error: {row.last_error}")  # fmt: skip
-    return 0
-
-
-def cmd_effects_redrive(args: argparse.Namespace) -> int:
-    with closing(database_from(args)) as database:
-        if not database.redrive_side_effect(args.job, args.effect, now=datetime.now(UTC)):
-            print(f"job {args.job} has no given-up side effect {args.effect!r}", file=sys.stderr)
-            return 1
+        runtime.exports.redrive(SHELL, args.job, args.effect)
+    except ServiceError as exc:
+        say(f"reportexport effects redrive: {exc.detail}")
+        return 1
     print(f"job {args.job} {args.effect}: due again")
     return 0
 
 
-def cmd_webhooks_add(args: argparse.Namespace) -> int:
-    from reportexport.webhooks.signing import new_secret
-    from reportexport.webhooks.ssrf import UnsafeDestinationError, check_destination
+# -- webhooks and people --------------------------------------------------------------------------
 
+
+def cmd_webhooks_add(runtime: Runtime, args: argparse.Namespace) -> int:
     try:
-        check_destination(args.url, allow_private=config.webhooks_allow_private())
-    except UnsafeDestinationError as exc:
-        print(f"reportexport webhooks: {exc}", file=sys.stderr)
-        return 2
-    with closing(database_from(args)) as database:
-        endpoint = database.add_webhook_endpoint(
-            owner=None if args.everyone else args.owner, url=args.url, secret=new_secret()
+        endpoint = runtime.webhooks.add(
+            SHELL, args.url, everyone=args.everyone, owner=args.endpoint_owner
         )
+    except InvalidInputError as exc:
+        say(f"reportexport webhooks add: {exc.detail}")
+        return 2
     print(f"endpoint {endpoint.id} for {endpoint.owner or 'every owner'}: {endpoint.url}")
     print(f"secret (shown once): {endpoint.secret}")
     return 0
 
 
-def cmd_webhooks_list(args: argparse.Namespace) -> int:
-    with closing(database_from(args)) as database:
-        for e in database.list_webhook_endpoints(args.owner):
-            state = (
-                f"disabled {e.disabled_at:%Y-%m-%d} ({e.disabled_reason})"
-                if e.disabled_at
-                else "enabled"
-            )
-            print(f"{e.id:5} {e.owner or '(global)':16} {state:10} {e.url}")
-    return 0
-
-
-def cmd_webhooks_rotate(args: argparse.Namespace) -> int:
-    from reportexport.webhooks.signing import new_secret
-
-    with closing(database_from(args)) as database:
-        until = datetime.now(UTC) + timedelta(hours=args.overlap_hours)
-        endpoint = database.rotate_webhook_secret(args.id, secret=new_secret(), until=until)
-    print(f"endpoint {endpoint.id}: new secret (shown once): {endpoint.secret}")
-    print(f"the previous secret signs too until {until:%Y-%m-%d %H:%M} UTC")
-    return 0
-
-
-def cmd_webhooks_remove(args: argparse.Namespace) -> int:
-    with closing(database_from(args)) as database:
-        removed = database.disable_webhook_endpoint(
-            args.id, now=datetime.now(UTC), reason="removed by an operator"
+def cmd_webhooks_list(runtime: Runtime, args: argparse.Namespace) -> int:
+    for e in runtime.webhooks.list(SHELL, args.endpoint_owner):
+        state = (
+            f"disabled {e.disabled_at:%Y-%m-%d} ({e.disabled_reason})"
+            if e.disabled_at
+            else "enabled"
         )
-    print(f"endpoint {args.id}: {'removed' if removed else 'already removed or unknown'}")
+        print(f"{e.id:5} {e.owner or '(global)':16} {state:10} {e.url}")
+    return 0
+
+
+def cmd_webhooks_rotate(runtime: Runtime, args: argparse.Namespace) -> int:
+    endpoint = runtime.webhooks.rotate(SHELL, args.id, overlap_hours=args.overlap_hours)
+    until = endpoint.previous_secret_until
+    print(f"endpoint {endpoint.id}: new secret (shown once): {endpoint.secret}")
+    if until is not None:
+        print(f"the previous secret signs too until {until:%Y-%m-%d %H:%M} UTC")
+    return 0
+
+
+def cmd_webhooks_remove(runtime: Runtime, args: argparse.Namespace) -> int:
+    removed = runtime.webhooks.remove(SHELL, args.id)
+    print(f"endpoint {args.id}: {'removed' if removed else 'already removed'}")
     return 0 if removed else 1
 
 
-def cmd_users_add(args: argparse.Namespace) -> int:
-    with closing(database_from(args)) as database:
-        user, token = database.add_user(args.name, "operator" if args.operator else "user")
+def cmd_users_add(runtime: Runtime, args: argparse.Namespace) -> int:
+    try:
+        user, token = runtime.people.add(args.name, "operator" if args.operator else "user")
+    except ServiceError as exc:
+        say(f"reportexport users add: {exc.detail}")
+        return 2
     print(f"{user.role} {user.name}: token (shown once, stored hashed): {token}")
     return 0
 
 
-def cmd_users_list(args: argparse.Namespace) -> int:
-    with closing(database_from(args)) as database:
-        for user in database.list_users():
-            state = f"revoked {user.revoked_at:%Y-%m-%d}" if user.revoked_at else "active"
-            print(f"{user.name:24} {user.role:9} {state}")
+def cmd_users_list(runtime: Runtime, args: argparse.Namespace) -> int:
+    for user in runtime.people.list():
+        state = f"revoked {user.revoked_at:%Y-%m-%d}" if user.revoked_at else "active"
+        print(f"{user.name:24} {user.role:9} {state}")
     return 0
 
 
-def cmd_users_revoke(args: argparse.Namespace) -> int:
-    with closing(database_from(args)) as database:
-        revoked = database.revoke_user(args.name, now=datetime.now(UTC))
-    print(f"{args.name}: {'revoked' if revoked else 'no active user of that name'}")
+def cmd_users_revoke(runtime: Runtime, args: argparse.Namespace) -> int:
+    revoked = runtime.people.revoke(args.name)
+    print(f"{quoted(args.name)}: {'revoked' if revoked else 'no active user of that name'}")
     return 0 if revoked else 1
+
+
+# -- the job store's schema ------------------------------------------------------------------------
+
+
+def cmd_db_upgrade(runtime: Runtime, args: argparse.Namespace) -> int:
+    url = runtime.database_label
+    database = runtime.unchecked_database()
+    before = database.schema_status()
+    after = database.upgrade()
+    graphs = f"{_short(before.fingerprint)} -> {_short(after.fingerprint)}"
+    print(f"{url}: schema version {before.version} -> {after.version}, graph {graphs}")
+    if args.service_role:
+        grant = getattr(database, "grant_service_role", None)
+        if grant is None:
+            say("--service-role applies to PostgreSQL only")
+            return 2
+        created = grant(args.service_role)
+        print(f"service role {args.service_role}: {'created' if created else 'updated'}")
+    return 0
+
+
+def cmd_db_check(runtime: Runtime, args: argparse.Namespace) -> int:
+    url = runtime.database_label
+    status = runtime.unchecked_database().schema_status()
+    problems = status.problems()
+    for problem in problems:
+        say(f"{url}: {problem}")
+    if problems:
+        say(f"run: reportexport db upgrade --database {url}")
+        return 1
+    print(f"{url}: schema version {status.version}, graph {_short(status.fingerprint)}: current")
+    return 0
+
+
+def _short(fingerprint: str | None) -> str:
+    return fingerprint[:12] if fingerprint else "(none)"
+
+
+# -- the jobs group: over the API -----------------------------------------------------------------
+
+
+def _remote(runtime: Runtime, args: argparse.Namespace) -> int:
+    from reportexport import client
+
+    return client.run(client.cmd_jobs, runtime.settings, args)
+
+
+cmd_jobs_list = cmd_jobs_show = cmd_jobs_cancel = cmd_jobs_download = _remote
+
+
+def cmd_serve(runtime: Runtime, args: argparse.Namespace) -> int:
+    from reportexport.serve import serve
+
+    return serve(runtime)

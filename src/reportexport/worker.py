@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from reportexport.catalog import Catalog
 from reportexport.exports import LimitExceededError, ObjectSink, job_spec, run_export
+from reportexport.job_status import FAIL, SUCCEED
 from reportexport.objects import ObjectExistsError, ObjectStore, TempObject, final_key
 from reportexport.sources import (
     CancelToken,
@@ -32,7 +33,6 @@ from reportexport.store import Claim, Database, Lease, Outcome, PublishedObject,
 
 log = logging.getLogger("reportexport.worker")
 
-SUCCEEDED, FAILED = "succeeded", "failed"
 # Why a running export was stopped, and whether the job still needs ending by this worker.
 STOP_MESSAGES = {
     "worker_shutdown": "the worker shut down before the export finished",
@@ -180,7 +180,7 @@ class Worker:
                 file_name=staged.file_name,
                 expires_in_seconds=self.settings.retention_seconds,
             )
-            outcome = Outcome(lease=running.lease, to_status=SUCCEEDED, published=published)
+            outcome = Outcome(lease=running.lease, to_status=SUCCEED.to_status, published=published)
             if not self.db.finish_jobs([outcome])[0]:
                 # Canceled or reaped while publishing: no object may outlive a job that did
                 # not succeed.
@@ -212,7 +212,7 @@ class Worker:
     def _fail(self, running: Running, code: str, message: str) -> None:
         outcome = Outcome(
             lease=running.lease,
-            to_status=FAILED,
+            to_status=FAIL.to_status,
             reason=code,
             error_code=code,
             error_message=message,
@@ -278,7 +278,7 @@ class Worker:
             temp_key = None if item.temp_key_recorded else item.temp_key
             self.db.record_progress(
                 item.lease,
-                rows=None,
+                rows=sink.records.rows if sink else 0,
                 bytes_written=sink.object_bytes if sink else 0,
                 temp_key=temp_key,
             )

@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from reportexport.api.app import Services, create_app
+from reportexport.catalog import Catalog
+from reportexport.composition import Runtime
 from reportexport.links import sign_download
 from reportexport.objects import ObjectStore
+from reportexport.settings import Settings
 from reportexport.store import Database
 from reportexport.worker import Worker, WorkerSettings
 from tests.exports.conftest import catalog_for
@@ -34,6 +36,12 @@ QUERIES: dict[str, Any] = {
         "source": "demo",
         "sql": "SELECT i FROM range(2000000000) AS t(i)",
     },
+    "search": {
+        "source": "demo",
+        "title": "Products by a word of their name",
+        "sql": "SELECT * FROM products WHERE name LIKE '%' || :term || '%' ORDER BY product_id",
+        "parameters": {"term": {"type": "string", "max_length": 100}},
+    },
 }
 
 
@@ -44,14 +52,17 @@ def api(
     sources_dir: Path,
 ) -> Iterator[dict[str, Any]]:
     catalog = catalog_for(sources_dir, None, QUERIES)
-    services = Services(
-        db=jobs_db, catalog=catalog, objects=local_objects, graph=GRAPH, link_secret=b"secret"
-    )
-    tokens = {name: jobs_db.add_user(name, role)[1] for name, role in
-              (("alice", "user"), ("bob", "user"), ("olga", "operator"))}  # fmt: skip
-    with TestClient(create_app(services)) as client:
+    people = (("alice", "user"), ("bob", "user"), ("olga", "operator"))
+    tokens = {name: jobs_db.add_user(name, role)[1] for name, role in people}
+    with TestClient(runtime_for(jobs_db, catalog, local_objects).app()) as client:
         yield {"client": client, "tokens": tokens, "db": jobs_db, "catalog": catalog,
                "objects": local_objects}  # fmt: skip
+
+
+def runtime_for(db: Database, catalog: Catalog, objects: ObjectStore, **settings: Any) -> Runtime:
+    """The composition root over the test's own store, catalog and objects."""
+    chosen = Settings.load(command_line={"link_secret": "secret", **settings}, environ={})
+    return Runtime(chosen, graph=GRAPH, database=db, catalog=catalog, objects=objects)
 
 
 def auth(api: dict[str, Any], who: str) -> dict[str, str]:
@@ -89,7 +100,7 @@ def test_no_or_a_bad_token_is_401_problem(
 def test_saved_queries_show_their_parameters(api: dict[str, Any]) -> None:
     client = api["client"]
     listed = client.get("/api/saved-queries", headers=auth(api, "alice")).json()
-    assert [q["name"] for q in listed] == ["products", "endless"]
+    assert [q["name"] for q in listed] == ["products", "endless", "search"]
     one = client.get("/api/saved-queries/products", headers=auth(api, "alice")).json()
     assert one["parameters"] == [
         {"name": "category", "type": "enum", "required": True, "choices": ["toys", "books"]}
@@ -127,7 +138,7 @@ def test_an_idempotency_key_makes_a_retried_post_return_the_same_job(api: dict[s
     assert first.json()["id"] == again.json()["id"]
     other = client.post("/api/exports", json={**body, "parameters": {"category": "books"}},
                         headers=headers)  # fmt: skip
-    assert other.status_code == 422
+    assert (other.status_code, other.json()["title"]) == (409, "Idempotency key reused")
 
 
 def test_users_see_and_cancel_only_their_own_jobs(api: dict[str, Any]) -> None:
@@ -215,37 +226,33 @@ def test_a_download_before_the_file_exists_is_409(api: dict[str, Any]) -> None:
 def test_the_openapi_status_enum_is_the_fixtures(api: dict[str, Any]) -> None:
     schema = api["client"].get("/openapi.json").json()
     assert schema["openapi"].startswith("3.1")
-    assert schema["components"]["schemas"]["JobStatus"]["enum"] == list(GRAPH.states)
+    job = schema["components"]["schemas"]["JobOut"]["properties"]["status"]
+    assert job["enum"] == list(GRAPH.states)
 
 
 def test_users_are_added_listed_and_revoked(api: dict[str, Any]) -> None:
     from datetime import UTC, datetime
 
-    from reportexport.store import StoreError
+    from reportexport.services.errors import ConflictError
+    from reportexport.services.people import PeopleService
 
     db = api["db"]
     assert [(u.name, u.role) for u in db.list_users()] == [
         ("alice", "user"), ("bob", "user"), ("olga", "operator")
     ]  # fmt: skip
     assert all(u.token_hash != api["tokens"][u.name] for u in db.list_users())  # stored hashed
-    with pytest.raises(StoreError, match="already exists"):
-        db.add_user("alice", "user")
+    with pytest.raises(ConflictError, match="already exists"):
+        PeopleService(users=db).add("alice", "user")
     assert db.revoke_user("bob", now=datetime.now(UTC))
     assert api["client"].get("/api/exports", headers=auth(api, "bob")).status_code == 401
 
 
 def fair_api(api: dict[str, Any], **rules: int) -> TestClient:
-    from reportexport.api.app import Fairness
-
-    services = Services(
-        db=api["db"], catalog=api["catalog"], objects=api["objects"], graph=GRAPH,
-        link_secret=b"secret", fairness=Fairness(**rules),
-    )  # fmt: skip
-    return TestClient(create_app(services))
+    return TestClient(runtime_for(api["db"], api["catalog"], api["objects"], **rules).app())
 
 
 def test_too_many_unfinished_exports_answer_429_naming_the_limit(api: dict[str, Any]) -> None:
-    client = fair_api(api, max_active=2)
+    client = fair_api(api, max_active_exports=2)
     body = {"saved_query": "products", "parameters": {"category": "toys"}}
     for _ in range(2):
         assert client.post("/api/exports", json=body, headers=auth(api, "alice")).status_code == 201
@@ -259,7 +266,7 @@ def test_too_many_unfinished_exports_answer_429_naming_the_limit(api: dict[str, 
 
 
 def test_creating_too_fast_answers_429_with_retry_after(api: dict[str, Any]) -> None:
-    client = fair_api(api, max_per_window=2, window_seconds=60)
+    client = fair_api(api, max_exports_per_minute=2)
     body = {"saved_query": "products", "parameters": {"category": "toys"}}
     keyed = {**auth(api, "alice"), "Idempotency-Key": "again"}
     assert client.post("/api/exports", json=body, headers=keyed).status_code == 201
@@ -292,11 +299,8 @@ def test_metrics_count_jobs_by_fixture_status_and_edges(api: dict[str, Any]) -> 
 
 
 def hooks_api(api: dict[str, Any]) -> TestClient:
-    services = Services(
-        db=api["db"], catalog=api["catalog"], objects=api["objects"], graph=GRAPH,
-        link_secret=b"secret", webhooks_allow_private=True,
-    )  # fmt: skip
-    return TestClient(create_app(services))
+    runtime = runtime_for(api["db"], api["catalog"], api["objects"], webhooks_allow_private=True)
+    return TestClient(runtime.app())
 
 
 def test_webhook_endpoints_are_managed_by_their_owner(api: dict[str, Any]) -> None:

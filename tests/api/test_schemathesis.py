@@ -1,64 +1,69 @@
-"""schemathesis over the OpenAPI schema: no 5xx, and every response matches the schema."""
+"""schemathesis' own command line against a running `serve`: every check, every phase.
+
+`schemathesis run URL --checks all` generates requests from the OpenAPI document (examples,
+coverage of boundaries, fuzzing) and, following the document's links from the operations that
+create exports and webhook endpoints, stateful sequences over the whole API. It fails when an
+answer is a 5xx, is undocumented or off its schema, when the schema accepts what the service
+refuses or the reverse, or when `Allow` does not list a path's methods. The number of examples
+comes from $REPORTEXPORT_EXAMPLES (the CI profile bounds it).
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import schemathesis
-from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import positive_data_acceptance
 
-from reportexport.api.app import Services, create_app
-from reportexport.objects import open_object_store
-from reportexport.store import open_database
-from tests.api.test_api import QUERIES
-from tests.exports.conftest import catalog_for
-from tests.store.conftest import GRAPH
+from tests.api.test_serve import free_port, wait_until_up
+
+SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
+EXAMPLES = os.environ.get("REPORTEXPORT_EXAMPLES", "25")
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from reportexport.demo import build_demo_database
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    home = tmp_path_factory.mktemp("schemathesis") / "var"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
+    # Limits high enough that a fuzzer's thousand exports are not refused for their number.
+    env.update(REPORTEXPORT_HOME=str(home), REPORTEXPORT_MAX_ACTIVE_EXPORTS="1000000",
+               REPORTEXPORT_MAX_EXPORTS_PER_MINUTE="1000000")  # fmt: skip
+    log = home.parent / "serve.log"
+    with open(log, "wb") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "reportexport", "serve", "--port", str(port),
+             "--demo-rows", "2000", "--grace-seconds", "1"],
+            env=env, stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_up(base)
+        token = re.search(r"created operator 'operator'; token \(shown once\): (\S+)",
+                          log.read_text())  # fmt: skip
+        assert token is not None, log.read_text()
+        yield base, token.group(1)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    assert "Traceback" not in log.read_text()
 
-    folder = tmp_path_factory.mktemp("schemathesis")
-    build_demo_database(folder / "demo.duckdb", rows=1_000)
-    sources = Path(folder)
-    database = open_database(f"sqlite:///{folder / 'jobs.db'}", GRAPH, check=False)
-    database.upgrade()
-    services = Services(
-        db=database,
-        catalog=catalog_for(sources, None, QUERIES),
-        objects=open_object_store(f"file://{folder / 'objects'}", link_secret=b"secret"),
-        graph=GRAPH,
-        link_secret=b"secret",
-    )
-    _, token = database.add_user("operator", "operator")
-    yield {"app": create_app(services), "token": token}
-    database.close()
 
-
-def test_the_api_keeps_its_schema(served: dict[str, Any]) -> None:
-    """Every operation, with generated requests: no 5xx, every response as the schema says.
-
-    (schemathesis' pytest plugin predates this pytest, so operations are driven directly.)
-    """
-    schema = schemathesis.openapi.from_asgi("/openapi.json", served["app"])
-    headers = {"Authorization": f"Bearer {served['token']}"}
-    checked = []
-    for result in schema.get_all_operations():
-        operation = result.ok()
-
-        @settings(max_examples=25, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
-        @given(case=operation.as_strategy())
-        def check(case: Any) -> None:
-            # Valid-looking requests may still be refused for what a schema cannot say (a saved
-            # query that does not exist, a job in the wrong status): 4xx is an answer, 5xx not.
-            case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance])
-
-        check()
-        checked.append(operation.label)
-    assert len(checked) >= 15, checked
+def test_schemathesis_finds_nothing_with_every_check_and_phase(service: tuple[str, str]) -> None:
+    base, token = service
+    done = subprocess.run(
+        [str(SCHEMATHESIS), "run", f"{base}/openapi.json", "--checks", "all",
+         "--header", f"Authorization: Bearer {token}", "--max-examples", EXAMPLES,
+         "--workers", "1", "--phases", "examples,coverage,fuzzing,stateful"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report[-6000:]
+    assert re.search(r"Tested: (\d+)", report) is not None
+    tested = int(re.search(r"Tested: (\d+)", report).group(1))  # type: ignore[union-attr]
+    assert tested >= 19, report[-3000:]
+    assert "✅ Stateful" in report, report[-3000:]

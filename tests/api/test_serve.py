@@ -20,6 +20,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_until_up(base: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError(f"{base} did not come up in {seconds} s")
+
+
 def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "serve.log"
@@ -104,8 +115,15 @@ def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) 
             [sys.executable, "-m", "reportexport", "export", "orders_by_day", "--param", "day=x"],
             env=cli_env, capture_output=True, text=True, check=False,
         )  # fmt: skip
-        assert bad.returncode == 1
-        assert "HTTP 422" in bad.stderr
+        assert bad.returncode == 2
+        assert "parameter 'day': 'x' is not a date" in bad.stderr
+        early = subprocess.run(
+            [*cli, "export", "orders_by_day", "--param", "day=2019-01-01"],
+            env=cli_env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert early.returncode == 2
+        assert "HTTP 422" in early.stderr
+        assert "must be at least 2024-01-01" in early.stderr
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0, log.read_text()

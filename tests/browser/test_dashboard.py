@@ -47,8 +47,11 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     home = tmp_path_factory.mktemp("dashboard") / "var"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
     env["REPORTEXPORT_HOME"] = str(home)
-    subprocess.run([sys.executable, "-m", "reportexport", "demo", "--rows", "5000"], env=env,
-                   check=True, capture_output=True)  # fmt: skip
+    demo = subprocess.run(
+        [sys.executable, "-m", "reportexport", "demo", "--rows", "5000"],
+        env=env, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", demo.stdout))
     with open(home / "catalog.toml", "a") as catalog:
         catalog.write(EXTRA_QUERIES)
     with socket.socket() as s:
@@ -69,7 +72,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 break
         except httpx.TransportError:
             time.sleep(0.2)
-    tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", log.read_text()))
     yield {"base": base, "tokens": tokens}
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=60)
@@ -154,7 +156,7 @@ def test_cancel_a_running_export(page: Any, service: dict[str, Any]) -> None:
     page.click("button:has-text('Cancel')")
     assert wait_for_status(page, "canceled") == "canceled"
     rows = page.text_content("#timeline")
-    assert "canceled in the dashboard" in rows
+    assert "canceled by its owner" in rows
     shot(page, "cancel-running-export")
 
 

@@ -66,17 +66,30 @@ def test_the_content_hash_follows_what_decides_the_export(tmp_path: Path) -> Non
     assert edited.content_hash != first
 
 
-def test_queries_check_command(tmp_path: Path) -> None:
-    good = write(tmp_path, BASE)
-    ok = subprocess.run(
-        [sys.executable, "-m", "reportexport", "queries", "check", "--catalog", str(good)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+def check(catalog: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reportexport", "queries", "check", "--catalog", str(catalog)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_queries_check_describes_each_query_against_its_source(tmp_path: Path) -> None:
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "x.duckdb")) as con:
+        con.execute("CREATE TABLE t (d DATE, n INTEGER)")
+    ok = check(write(tmp_path, BASE))
     assert ok.returncode == 0, ok.stderr
-    bad = write(tmp_path, BASE.replace(":d", ":e"))
-    failed = subprocess.run(
-        [sys.executable, "-m", "reportexport", "queries", "check", "--catalog", str(bad)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert failed.returncode == 1
-    assert ":e is not declared" in failed.stderr
+    assert "1 saved queries, 1 sources; each described by its source" in ok.stdout
+
+    cannot_run = check(write(tmp_path, BASE.replace("SELECT *", "SELECT no_such_column")))
+    assert cannot_run.returncode == 1
+    catalog = tmp_path / "catalog.toml"
+    assert f"{catalog}:5: queries.q.sql: " in cannot_run.stderr  # the [queries.q] line
+    assert "no_such_column" in cannot_run.stderr
+
+    undeclared = check(write(tmp_path, BASE.replace(":d", ":e")))
+    assert undeclared.returncode == 2
+    assert f"{catalog}:5: queries.q.sql: :e is not declared" in undeclared.stderr

@@ -16,6 +16,8 @@ from reportexport.catalog import Catalog
 from reportexport.csvformat import CsvOptions, render_value
 from reportexport.exports import new_export
 from reportexport.objects import ObjectStore
+from reportexport.services.errors import ConflictError, GoneError
+from reportexport.services.exports import Acting, ExportService
 from reportexport.store import Database, Job
 from reportexport.sweeper import sweep
 from reportexport.worker import Worker, WorkerSettings
@@ -111,6 +113,8 @@ def test_an_export_from_each_source_into_each_store(
     assert job.object_bytes == len(data)
     rows = parsed(data)
     assert job.object_rows == len(rows) - 1 == len(typed_rows())
+    # The progress figures end as the object's own, however fast the export was.
+    assert (job.rows_written, job.bytes_written) == (job.object_rows, job.object_bytes)
     assert list(job.columns or ()) == rows[0]
     width = len(rows[0])
     expected = [[render_value(v, CsvOptions()) or "" for v in row[:width]] for row in typed_rows()]
@@ -168,6 +172,7 @@ def test_cancelling_a_running_export_stops_it_and_leaves_no_object(
     worker = worker_factory(object_store)
     job_id = submit(jobs_db, catalog, "endless")
     wait_until(lambda: jobs_db.get_job(job_id).job.bytes_written > 0)  # type: ignore[arg-type]
+    wait_until(lambda: jobs_db.get_job(job_id).job.rows_written > 0)  # type: ignore[arg-type]
     jobs_db.cancel_job(job_id, person="alice", reason="changed my mind")  # type: ignore[arg-type]
     canceled_at = time.monotonic()
     wait_until(lambda: worker.active == 0, timeout=30)
@@ -230,33 +235,49 @@ def test_a_published_object_verifies_and_a_tampered_one_does_not(
     assert verify_published(job, object_store) == [f"no object at {job.object_key}"]
 
 
+def export_service(
+    jobs_db: Database, catalog: Catalog, objects: ObjectStore, clock: Any = None
+) -> ExportService:
+    from datetime import UTC, datetime
+
+    return ExportService(
+        jobs=jobs_db,
+        effects=jobs_db,
+        downloads=jobs_db,
+        catalog=catalog,
+        objects=objects,
+        link_secret=b"secret",
+        link_seconds=60,
+        clock=clock or (lambda: datetime.now(UTC)),
+    )
+
+
 def test_a_download_answers_410_once_the_object_expired(
     jobs_db: Database, catalog: Catalog, object_store: ObjectStore, worker_factory: Any
 ) -> None:
     from datetime import timedelta
 
-    from reportexport.downloads import download_for
-
     worker_factory(object_store, retention_seconds=3600.0)
     job = finished(jobs_db, submit(jobs_db, catalog, "typed_duckdb"))
-    fresh = download_for(job, object_store, link_seconds=60)
-    assert (fresh.status, fresh.file_name) == (200, f"typed_duckdb-{job.id}.csv")
+    owner = Acting(name=job.owner)
+    fresh = export_service(jobs_db, catalog, object_store).download(owner, job.id)
+    assert fresh.file_name == f"typed_duckdb-{job.id}.csv"
     assert fresh.url
     assert job.object_expires_at is not None
     later = job.object_expires_at + timedelta(seconds=1)
-    assert download_for(job, object_store, now=later).status == 410
+    expired = export_service(jobs_db, catalog, object_store, clock=lambda: later)
+    with pytest.raises(GoneError, match="expired"):
+        expired.download(owner, job.id)
     sweep(jobs_db, object_store, now=later)
-    assert download_for(job, object_store).status == 410  # gone from the store as well
+    with pytest.raises(GoneError, match="no longer stored"):  # gone from the store as well
+        export_service(jobs_db, catalog, object_store).download(owner, job.id)
     assert jobs_db.get_job(job.id).job.status == "succeeded"  # type: ignore[arg-type]
 
 
 def test_only_a_succeeded_job_has_a_download(
     jobs_db: Database, catalog: Catalog, local_objects: ObjectStore, worker_factory: Any
 ) -> None:
-    from reportexport.downloads import download_for
-
     worker_factory(local_objects)
     job = finished(jobs_db, submit(jobs_db, catalog, "broken"))
-    answer = download_for(job, local_objects)
-    assert (answer.status, answer.url) == (409, None)
-    assert "failed" in answer.detail
+    with pytest.raises(ConflictError, match="failed: there is no file"):
+        export_service(jobs_db, catalog, local_objects).download(Acting(name=job.owner), job.id)

@@ -6,23 +6,23 @@ lacks (impossible while the guards stand) would not be exported.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from reportexport.graph import Graph
-from reportexport.store import Database
+from reportexport.records import MetricsSnapshot
 
 
 class StoreCollector(Collector):
-    def __init__(self, db: Database, graph: Graph) -> None:
-        self.db = db
+    def __init__(self, snapshot: Callable[[], MetricsSnapshot], graph: Graph) -> None:
+        self.snapshot = snapshot
         self.graph = graph
 
     def collect(self) -> Iterator[Metric]:
-        snapshot = self.db.metrics_snapshot()
+        snapshot = self.snapshot()
         jobs = GaugeMetricFamily("reportexport_jobs", "Export jobs by status", labels=["status"])
         for state in self.graph.states:
             jobs.add_metric([state], snapshot.jobs_by_status.get(state, 0))

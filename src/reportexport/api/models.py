@@ -1,18 +1,22 @@
-"""What the API sends and receives. The status enum comes from the fixture, never retyped."""
+"""What the API sends and receives. Status, actor and side-effect words are the fixture's
+typed names (`reportexport.lifecycle`), never retyped: the schema's enums come from them."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reportexport.job_status import GRAPH
-from reportexport.store import Job, JobDetail
-from reportexport.store.records import WebhookEndpoint
+from reportexport.lifecycle import Actor, Effect, Status
 
-JobStatus = Enum("JobStatus", {state: state for state in GRAPH.states}, type=str)  # type: ignore[misc]
+if TYPE_CHECKING:
+    from reportexport.catalog import SavedQuery
+    from reportexport.records import Job, WebhookEndpoint
+    from reportexport.services.exports import JobView
+    from reportexport.services.webhooks import TestDelivery
+
+JobStatus = Status
 
 
 class SavedQueryOut(BaseModel):
@@ -22,8 +26,20 @@ class SavedQueryOut(BaseModel):
     source: str
     parameters: list[dict[str, Any]]
 
+    @classmethod
+    def of(cls, query: SavedQuery) -> SavedQueryOut:
+        return cls(
+            name=query.name,
+            title=query.title,
+            description=query.description,
+            source=query.source,
+            parameters=[spec.describe() for spec in query.parameters.values()],
+        )
+
 
 class ExportIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     saved_query: str = Field(min_length=1, max_length=100)
     parameters: dict[str, Any] = Field(default_factory=dict)
 
@@ -49,6 +65,7 @@ class JobOut(BaseModel):
     error_code: str | None
     error_message: str | None
     rerun_of: int | None
+    requested_by: str | None = Field(description="who asked for the job, if not its owner")
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -57,7 +74,7 @@ class JobOut(BaseModel):
             owner=job.owner,
             saved_query=job.saved_query,
             title=job.options.get("title"),
-            status=JobStatus(job.status),
+            status=job.status,
             parameters=dict(job.parameters),
             created_at=job.created_at,
             started_at=job.started_at,
@@ -73,13 +90,14 @@ class JobOut(BaseModel):
             error_code=job.error_code,
             error_message=job.error_message,
             rerun_of=job.rerun_of,
+            requested_by=job.requested_by if job.requested_by != job.owner else None,
         )
 
 
 class TransitionOut(BaseModel):
     from_status: JobStatus
     to_status: JobStatus
-    actor: str
+    actor: Actor
     person: str | None
     reason: str | None
     worker: str | None
@@ -87,7 +105,7 @@ class TransitionOut(BaseModel):
 
 
 class SideEffectOut(BaseModel):
-    effect: str
+    effect: Effect
     attempts: int
     next_attempt_at: datetime
     last_attempt_at: datetime | None
@@ -108,16 +126,15 @@ class JobDetailOut(BaseModel):
     downloads: list[DownloadOut] = Field(default_factory=list)
 
     @classmethod
-    def of(
-        cls, detail: JobDetail, downloads: list[tuple[str, datetime]] | None = None
-    ) -> JobDetailOut:
+    def of(cls, view: JobView) -> JobDetailOut:
+        detail = view.detail
         return cls(
-            downloads=[DownloadOut(person=p, at=at) for p, at in downloads or ()],
+            downloads=[DownloadOut(person=p, at=at) for p, at in view.downloads],
             job=JobOut.of(detail.job),
             history=[
                 TransitionOut(
-                    from_status=JobStatus(h.from_status),
-                    to_status=JobStatus(h.to_status),
+                    from_status=h.from_status,
+                    to_status=h.to_status,
                     actor=h.actor,
                     person=h.person,
                     reason=h.reason,
@@ -151,7 +168,9 @@ class Health(BaseModel):
 
 
 class WebhookIn(BaseModel):
-    url: str = Field(min_length=8, max_length=2000)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    url: str = Field(description="where events are sent: an http or https URL")
     everyone: bool = Field(default=False, description="the global endpoint (operators only)")
 
 
@@ -184,6 +203,12 @@ class WebhookTestOut(BaseModel):
     response_status: int | None
     problem: str | None
 
+    @classmethod
+    def of(cls, test: TestDelivery) -> WebhookTestOut:
+        return cls(
+            delivered=test.delivered, response_status=test.response_status, problem=test.problem
+        )
+
 
 class ProblemOut(BaseModel):
     """RFC 9457 problem details; some problems add fields (code, parameter, rule, limit)."""
@@ -197,19 +222,27 @@ class ProblemOut(BaseModel):
     instance: str
 
 
-PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {
-        "model": ProblemOut,
-        "description": description,
-        "content": {"application/problem+json": {"schema": ProblemOut.model_json_schema()}},
-    }
-    for status, description in {
-        401: "No valid bearer token",
-        403: "Not allowed for this person",
-        404: "No such thing, or not yours",
-        409: "Not possible in the job's status (the graph's code)",
-        410: "Gone: the file expired",
-        422: "Invalid request or parameter",
-        429: "Over a fairness limit",
-    }.items()
+PROBLEM_DESCRIPTIONS = {
+    400: "Malformed JSON",
+    401: "No valid bearer token",
+    403: "Not allowed for this person",
+    404: "No such thing, or not yours",
+    405: "Method not allowed here (the Allow header lists what is)",
+    409: "Not possible in the job's present state (the graph's code)",
+    410: "Gone: the file expired",
+    415: "The body is not application/json",
+    422: "Invalid request or parameter",
+    429: "Over a fairness limit (Retry-After says when to try again)",
 }
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI responses for the problems an operation can answer."""
+    return {
+        status: {
+            "model": ProblemOut,
+            "description": PROBLEM_DESCRIPTIONS[status],
+            "content": {"application/problem+json": {"schema": ProblemOut.model_json_schema()}},
+        }
+        for status in statuses
+    }

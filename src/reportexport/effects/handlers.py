@@ -18,8 +18,8 @@ import httpx
 from reportexport.exports import verify_published
 from reportexport.graph import Graph
 from reportexport.objects import ObjectStore
+from reportexport.records import SideEffect
 from reportexport.store import Job, WebhookEndpoints
-from reportexport.store.records import SideEffect
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import signed_headers
 from reportexport.webhooks.ssrf import (

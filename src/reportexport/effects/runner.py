@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 from reportexport.effects.backoff import RetryPolicy
 from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
 from reportexport.graph import Graph
+from reportexport.records import ClaimedEffect
 from reportexport.store import Database
-from reportexport.store.records import ClaimedEffect
 
 log = logging.getLogger("reportexport.effects")
 

@@ -1,0 +1,63 @@
+"""What every route may ask for: the parts of the application, and who is asking."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from fastapi import Path as PathParam
+
+from reportexport.api.problems import ProblemError
+from reportexport.graph import Graph
+from reportexport.records import MetricsSnapshot, User
+from reportexport.services.exports import MAX_ID, ExportService
+from reportexport.services.people import PeopleService
+from reportexport.services.webhooks import WebhookService
+
+SESSION_COOKIE = "rx_token"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppParts:
+    """The services the HTTP layer translates to, built by the composition root."""
+
+    exports: ExportService
+    webhooks: WebhookService
+    people: PeopleService
+    graph: Graph
+    ready: Callable[[], bool]
+    metrics: Callable[[], MetricsSnapshot]
+    webhooks_allow_private: bool = False
+
+
+def parts(request: Request) -> AppParts:
+    found: AppParts = request.app.state.parts
+    return found
+
+
+def signed_in(request: Request) -> User | None:
+    """The person a bearer token or the dashboard's cookie names, if any."""
+    authorization = request.headers.get("authorization", "")
+    if authorization.lower().startswith("bearer "):
+        token = authorization[7:].strip()
+    else:
+        token = request.cookies.get(SESSION_COOKIE, "")
+    return parts(request).people.authenticate(token) if token else None
+
+
+def current_user(request: Request, authorization: Annotated[str | None, Header()] = None) -> User:
+    """The person a bearer token (or the dashboard's cookie) belongs to; 401 without one."""
+    user = signed_in(request)
+    if user is not None:
+        return user
+    if authorization or request.cookies.get(SESSION_COOKIE):
+        raise ProblemError(401, "Unauthorized", "the token is unknown or revoked")
+    raise ProblemError(401, "Unauthorized", "send Authorization: Bearer <token>")
+
+
+Parts = Annotated[AppParts, Depends(parts)]
+CurrentUser = Annotated[User, Depends(current_user)]
+JobIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the job's id")]
+EndpointIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the endpoint's id")]

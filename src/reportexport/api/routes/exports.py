@@ -1,0 +1,217 @@
+"""Saved queries, exports and their downloads: each handler is one call to the export service."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi.responses import RedirectResponse, StreamingResponse
+
+from reportexport.api.deps import CurrentUser, JobIdIn, Parts
+from reportexport.api.models import (
+    ExportIn,
+    JobDetailOut,
+    JobOut,
+    JobPageOut,
+    JobStatus,
+    SavedQueryOut,
+    problems,
+)
+from reportexport.api.problems import require_json
+from reportexport.services.exports import MAX_ID, MAX_KEY_LENGTH, MAX_PAGE, StoredFile
+
+router = APIRouter()
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        min_length=1,
+        max_length=MAX_KEY_LENGTH,
+        description="a retried request with the same key returns the job the first one made",
+    ),
+]
+JOB_LINKS = {
+    "GetExport": {"operationId": "get_export", "parameters": {"job_id": "$response.body#/id"}},
+    "CancelExport": {
+        "operationId": "cancel_export",
+        "parameters": {"job_id": "$response.body#/id"},
+    },
+    "RerunExport": {"operationId": "rerun_export", "parameters": {"job_id": "$response.body#/id"}},
+    "DownloadExport": {
+        "operationId": "download_export",
+        "parameters": {"job_id": "$response.body#/id"},
+    },
+    "RedriveSideEffect": {
+        "operationId": "redrive_side_effect",
+        "parameters": {"job_id": "$response.body#/id"},
+    },
+}
+
+
+def _created(description: str, *statuses: int) -> dict[int | str, dict[str, Any]]:
+    """A new job (201) or, for a repeated Idempotency-Key, the earlier one (200)."""
+    again = "The job an earlier request with this Idempotency-Key created"
+    return {
+        200: {"model": JobOut, "description": again, "links": JOB_LINKS},
+        201: {"description": description, "links": JOB_LINKS},
+        **problems(*statuses),
+    }
+
+
+@router.get(
+    "/api/saved-queries",
+    response_model=list[SavedQueryOut],
+    tags=["saved queries"],
+    operation_id="list_saved_queries",
+    responses=problems(401),
+)
+def saved_queries(parts: Parts, user: CurrentUser) -> list[SavedQueryOut]:
+    return [SavedQueryOut.of(q) for q in parts.exports.saved_queries()]
+
+
+@router.get(
+    "/api/saved-queries/{name}",
+    response_model=SavedQueryOut,
+    tags=["saved queries"],
+    operation_id="get_saved_query",
+    responses=problems(401, 404),
+)
+def saved_query(name: str, parts: Parts, user: CurrentUser) -> SavedQueryOut:
+    return SavedQueryOut.of(parts.exports.saved_query(name))
+
+
+@router.post(
+    "/api/exports",
+    response_model=JobOut,
+    status_code=201,
+    tags=["exports"],
+    operation_id="create_export",
+    dependencies=[Depends(require_json)],
+    responses=_created("The new job, queued", 400, 401, 409, 415, 422, 429),
+)
+def create_export(
+    body: ExportIn,
+    parts: Parts,
+    user: CurrentUser,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> JobOut:
+    created = parts.exports.create(
+        user, body.saved_query, body.parameters, idempotency_key=idempotency_key
+    )
+    if not created.created:
+        response.status_code = 200
+    return JobOut.of(created.job)
+
+
+@router.get(
+    "/api/exports",
+    response_model=JobPageOut,
+    tags=["exports"],
+    operation_id="list_exports",
+    responses=problems(401, 422),
+)
+def list_exports(
+    parts: Parts,
+    user: CurrentUser,
+    status: JobStatus | None = None,
+    saved_query: Annotated[str | None, Query(max_length=100)] = None,
+    owner: Annotated[
+        str | None, Query(max_length=100, description="operators: one person's jobs")
+    ] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+) -> JobPageOut:
+    page = parts.exports.jobs_of(
+        user, status=status, saved_query=saved_query, owner=owner, before=before, limit=limit
+    )
+    return JobPageOut(jobs=[JobOut.of(j) for j in page.jobs], next_cursor=page.next_cursor)
+
+
+@router.get(
+    "/api/exports/{job_id}",
+    response_model=JobDetailOut,
+    tags=["exports"],
+    operation_id="get_export",
+    responses=problems(401, 404, 422),
+)
+def get_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobDetailOut:
+    return JobDetailOut.of(parts.exports.job(user, job_id))
+
+
+@router.post(
+    "/api/exports/{job_id}/cancel",
+    response_model=JobOut,
+    tags=["exports"],
+    operation_id="cancel_export",
+    responses=problems(401, 404, 409, 422),
+)
+def cancel_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobOut:
+    return JobOut.of(parts.exports.cancel(user, job_id))
+
+
+@router.post(
+    "/api/exports/{job_id}/rerun",
+    response_model=JobOut,
+    status_code=201,
+    tags=["exports"],
+    operation_id="rerun_export",
+    responses=_created("The new job, owned by the old job's owner", 401, 404, 409, 422, 429),
+)
+def rerun_export(
+    job_id: JobIdIn,
+    parts: Parts,
+    user: CurrentUser,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> JobOut:
+    created = parts.exports.rerun(user, job_id, idempotency_key=idempotency_key)
+    if not created.created:
+        response.status_code = 200
+    return JobOut.of(created.job)
+
+
+@router.get(
+    "/api/exports/{job_id}/download",
+    tags=["exports"],
+    status_code=302,
+    operation_id="download_export",
+    response_class=RedirectResponse,
+    responses={
+        302: {"description": "A signed, expiring link to the file (Location)"},
+        **problems(401, 404, 409, 410, 422),
+    },
+)
+def download_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> RedirectResponse:
+    link = parts.exports.download(user, job_id)
+    return RedirectResponse(link.url, status_code=302)
+
+
+@router.get(
+    "/api/downloads/{token}",
+    tags=["exports"],
+    operation_id="serve_download",
+    response_class=StreamingResponse,
+    responses={
+        200: {"description": "The file", "content": {"text/csv": {}, "application/gzip": {}}},
+        **problems(403, 410),
+    },
+)
+def serve_download(token: str, parts: Parts) -> StreamingResponse:
+    """The file a signed link names (the local object store's links; S3 links go to S3)."""
+    stored = parts.exports.open_link(token)
+    media = "application/gzip" if stored.file_name.endswith(".gz") else "text/csv; charset=utf-8"
+    return StreamingResponse(
+        _chunks(stored),
+        media_type=media,
+        headers={
+            "Content-Disposition": f'attachment; filename="{stored.file_name}"',
+            "Content-Length": str(stored.size),
+        },
+    )
+
+
+def _chunks(stored: StoredFile) -> Any:
+    with stored.stream as handle:
+        while chunk := handle.read(1 << 20):
+            yield chunk

@@ -1,0 +1,361 @@
+"""The composition root: the one place that builds the settings, the graph and every part.
+
+Every command builds one `Runtime` from one `Settings` and asks it for the parts it uses; each
+part is built once, on first use, from the same settings and the same graph (loaded once per
+process, and refused when it is not the fixture the typed names in `lifecycle` were generated
+from). Entry points reach the store, the catalog and the object store only through the
+services built here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reportexport import lifecycle
+from reportexport.catalog import Catalog, CatalogError, load_catalog
+from reportexport.graph import Graph, InvalidGraphError, load_graph
+from reportexport.objects import ObjectStore, ObjectStoreError, open_object_store
+from reportexport.records import MetricsSnapshot
+from reportexport.services.errors import ServiceError
+from reportexport.services.exports import ExportService, Fairness
+from reportexport.services.people import PeopleService
+from reportexport.services.webhooks import WebhookService
+from reportexport.settings import Settings, SettingsError
+from reportexport.store import Database, StoreError, open_database
+from reportexport.store.schema import redact
+from reportexport.text import printable
+
+if TYPE_CHECKING:
+    import httpx
+    from fastapi import FastAPI
+
+    from reportexport.effects.runner import EffectsRunner
+    from reportexport.sweeper import SweepReport
+    from reportexport.worker import Worker
+
+
+class SetupError(Exception):
+    """The configuration, catalog, fixture or database does not let the command start.
+
+    `problems` lists each defect; `exit_code` is 2 for what the operator must fix in the
+    setup, 1 for what is unavailable right now (a database that does not answer).
+    """
+
+    def __init__(self, summary: str, problems: list[str] | None = None, exit_code: int = 2):
+        super().__init__(summary)
+        self.summary = summary
+        self.problems = problems or []
+        self.exit_code = exit_code
+
+
+def load_settings(
+    command_line: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """The process's settings: the command line over the environment over the file."""
+    given = dict(command_line or {})
+    config_file = given.pop("config", None)
+    try:
+        return Settings.load(
+            command_line=given,
+            environ=os.environ if environ is None else environ,
+            config_file=config_file,
+        )
+    except SettingsError as exc:
+        raise SetupError(f"configuration: {exc}") from None
+
+
+def packaged_graph() -> Graph:
+    """The fixture this program was built from; another one is refused, naming the fix."""
+    try:
+        graph = load_graph()
+    except InvalidGraphError as exc:
+        raise SetupError(f"{exc.source}: invalid job status graph", list(exc.defects)) from None
+    if graph.fingerprint != lifecycle.FINGERPRINT:
+        raise SetupError(
+            f"{graph.source} is not the job status graph this program was generated from "
+            f"(fingerprint {graph.fingerprint[:12]}, expected {lifecycle.FINGERPRINT[:12]}): "
+            "run `reportexport generate` and reinstall, or unset $REPORTEXPORT_GRAPH"
+        )
+    return graph
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstPerson:
+    name: str
+    role: str
+    token: str
+
+
+class Runtime:
+    """Every part of the service, built from one `Settings` on first use."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        graph: Graph | None = None,
+        database: Database | None = None,
+        catalog: Catalog | None = None,
+        objects: ObjectStore | None = None,
+    ) -> None:
+        self.settings = settings
+        self._given_graph = graph
+        self._given_database = database
+        self._given_catalog = catalog
+        self._given_objects = objects
+        self._opened: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    # -- the parts ---------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def graph(self) -> Graph:
+        return self._given_graph or packaged_graph()
+
+    @functools.cached_property
+    def database(self) -> Database:
+        """The job store, current with the migrations and the graph (the embedded default
+        upgrades itself; a shared database is upgraded on purpose with `db upgrade`)."""
+        if self._given_database is not None:
+            return self._given_database
+        settings = self.settings
+        try:
+            if settings.uses_embedded_database:
+                database = open_database(settings.database_url, self.graph, check=False)
+                self._opened.append(database.close)
+                database.upgrade()
+            else:
+                database = open_database(settings.database_url, self.graph)
+                self._opened.append(database.close)
+        except StoreError as exc:
+            raise SetupError(str(exc), exit_code=1) from None
+        return database
+
+    @property
+    def database_label(self) -> str:
+        """The job store's URL without its password, for messages."""
+        return redact(self.settings.database_url)
+
+    def unchecked_database(self) -> Database:
+        """The job store as it is, current or not: for `db upgrade` and `db check`."""
+        try:
+            database = open_database(self.settings.database_url, self.graph, check=False)
+        except StoreError as exc:
+            raise SetupError(str(exc), exit_code=1) from None
+        self._opened.append(database.close)
+        return database
+
+    @functools.cached_property
+    def catalog(self) -> Catalog:
+        if self._given_catalog is not None:
+            return self._given_catalog
+        path = self.settings.catalog
+        try:
+            return load_catalog(path)
+        except FileNotFoundError:
+            raise SetupError(
+                f"no catalog at {path}: set $REPORTEXPORT_CATALOG or --catalog, "
+                "or run `reportexport demo`"
+            ) from None
+        except CatalogError as exc:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            problems = [f"{_place_of(path, text, problem)}: {problem}" for problem in exc.problems]
+            raise SetupError(f"{exc.path}: the catalog has problems", problems) from None
+
+    @functools.cached_property
+    def objects(self) -> ObjectStore:
+        if self._given_objects is not None:
+            return self._given_objects
+        try:
+            return open_object_store(self.settings.objects_url, link_secret=self.link_secret)
+        except (ValueError, OSError) as exc:
+            raise SetupError(f"object store {self.settings.objects_url}: {exc}") from None
+
+    @functools.cached_property
+    def link_secret(self) -> bytes:
+        """The setting, else a random secret kept (mode 0600) in the data directory."""
+        if self.settings.link_secret:
+            return self.settings.link_secret.encode()
+        path = self.settings.home / "link-secret"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # another process made it first
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as handle:
+                    handle.write(secrets.token_urlsafe(32))
+        return path.read_text().strip().encode()
+
+    @functools.cached_property
+    def exports(self) -> ExportService:
+        settings = self.settings
+        return ExportService(
+            jobs=self.database,
+            effects=self.database,
+            downloads=self.database,
+            catalog=self.catalog,
+            objects=self.objects,
+            link_secret=self.link_secret,
+            link_seconds=settings.link_seconds,
+            fairness=Fairness(
+                max_active=settings.max_active_exports,
+                max_per_window=settings.max_exports_per_minute,
+            ),
+        )
+
+    @functools.cached_property
+    def webhooks(self) -> WebhookService:
+        return WebhookService(
+            endpoints=self.database,
+            users=self.database,
+            allow_private=self.settings.webhooks_allow_private,
+        )
+
+    @functools.cached_property
+    def people(self) -> PeopleService:
+        return PeopleService(users=self.database)
+
+    def worker(self) -> Worker:
+        from reportexport.worker import Worker, WorkerSettings
+
+        settings = self.settings
+        return Worker(
+            self.database,
+            self.catalog,
+            self.objects,
+            WorkerSettings(
+                concurrency=settings.concurrency,
+                lease_seconds=settings.lease_seconds,
+                retention_seconds=settings.retention_seconds,
+            ),
+        )
+
+    def effects_runner(self) -> EffectsRunner:
+        from reportexport.effects.backoff import RetryPolicy
+        from reportexport.effects.handlers import Context
+        from reportexport.effects.runner import EffectsRunner, RunnerSettings
+
+        settings = self.settings
+        context = Context(
+            store=self.database,
+            objects=self.objects,
+            client=self._http_client(),
+            allow_private=settings.webhooks_allow_private,
+            public_url=settings.public_url,
+        )
+        try:
+            return EffectsRunner(
+                self.database,
+                context,
+                self.graph,
+                RunnerSettings(
+                    batch=settings.effects_batch,
+                    claim_seconds=settings.effects_claim_seconds,
+                    policy=RetryPolicy(max_attempts=settings.effects_max_attempts),
+                ),
+            )
+        except RuntimeError as exc:  # a handler missing for a fixture effect, or the reverse
+            raise SetupError(str(exc)) from None
+
+    def app(self) -> FastAPI:
+        from reportexport.api.app import create_app
+        from reportexport.api.deps import AppParts
+
+        return create_app(
+            AppParts(
+                exports=self.exports,
+                webhooks=self.webhooks,
+                people=self.people,
+                graph=self.graph,
+                ready=self.ready,
+                metrics=self.metrics,
+                webhooks_allow_private=self.settings.webhooks_allow_private,
+            )
+        )
+
+    # -- what commands ask of several parts --------------------------------------------------------
+
+    def ready(self) -> bool:
+        """The job store answers and is current with the migrations and the graph."""
+        try:
+            return self.database.schema_status().current
+        except Exception:
+            return False
+
+    def metrics(self) -> MetricsSnapshot:
+        return self.database.metrics_snapshot()
+
+    def first_people(self) -> list[FirstPerson]:
+        """A first operator and a first user on a store without people; tokens shown once."""
+        if self.people.list():
+            return []
+        made = []
+        for name, role in (("operator", "operator"), (self.settings.owner, "user")):
+            user, token = self.people.add(name, role)
+            made.append(FirstPerson(name=user.name, role=user.role, token=token))
+        return made
+
+    def sweep(self, *, dry_run: bool) -> SweepReport:
+        from reportexport.sweeper import sweep
+
+        return sweep(self.database, self.objects, dry_run=dry_run)
+
+    def check_catalog(self) -> list[str]:
+        """Each saved query described against its source: what cannot run, with its place."""
+        from reportexport.catalog_check import check_queries
+
+        return check_queries(self.catalog)
+
+    def _http_client(self) -> httpx.Client:
+        import httpx
+
+        client = httpx.Client(timeout=10.0, follow_redirects=False)
+        self._opened.append(client.close)
+        return client
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for close in reversed(opened):
+            with contextlib.suppress(Exception):
+                close()
+
+
+@contextlib.contextmanager
+def running(settings: Settings, **parts: Any) -> Iterator[Runtime]:
+    runtime = Runtime(settings, **parts)
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+def describe_failure(exc: BaseException) -> str | None:
+    """A one-line message for a failure a command should report rather than show as a
+    traceback (the database went away, a service refused), or None."""
+    if isinstance(exc, ServiceError | StoreError | ObjectStoreError):
+        return printable(str(exc))
+    return None
+
+
+def _place_of(path: Path, text: str, problem: str) -> str:
+    """`file:line` of the catalog entry a problem names (`queries.x.sql: ...`)."""
+    from reportexport.catalog_check import place
+
+    dotted = problem.split(":", 1)[0].split(" ", 1)[0]
+    parts = dotted.split(".")
+    entry = ".".join(parts[:2]) if parts[0] in ("queries", "sources") and len(parts) > 1 else ""
+    return place(path, text, entry) if entry else f"{path}:1"
+
+
+def demo_paths(settings: Settings) -> tuple[Path, Path]:
+    """Where `reportexport demo` puts its DuckDB file and its catalog."""
+    return settings.home / "demo.duckdb", settings.catalog

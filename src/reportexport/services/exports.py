@@ -1,0 +1,402 @@
+"""The export service: every rule about exports, in one place that every entry point calls.
+
+The HTTP API, the dashboard, the command line and the scheduler only translate requests into
+these calls and the results (or `services.errors`) into their own answers. Here live:
+
+- **creation**: a saved query and its parameters become a job in the initial state; text that
+  could poison the store is refused; the owner's fairness limits and `Idempotency-Key` hold on
+  every path that creates a job (rerun included), checked and inserted atomically by the store;
+- **rerun**: a new job with the old one's parameters, owned by the old job's owner and counted
+  against their limits, recording who asked;
+- **visibility**: people see, cancel and download their own jobs; operators see everyone's;
+  another person's job does not exist for you;
+- **cancel**, along the fixture's `user` edges;
+- **downloads**: only a `succeeded` job's object, until it expires, through a signed link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, BinaryIO, Protocol
+
+from reportexport.catalog import Catalog, SavedQuery
+from reportexport.exports import new_export
+from reportexport.job_status import STATES
+from reportexport.links import LinkError, verify_download
+from reportexport.objects import ObjectKeyError, ObjectStore
+from reportexport.parameters import ParameterError
+from reportexport.records import (
+    Job,
+    JobDetail,
+    JobFilter,
+    JobId,
+    JobPage,
+    NewJob,
+    OwnerLimits,
+    SideEffect,
+)
+from reportexport.services.errors import (
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    InvalidInputError,
+    NotFoundError,
+    OverLimitError,
+)
+from reportexport.store import EffectStore, JobNotFoundError, JobStore, OwnerLimitError
+from reportexport.text import quoted, unsafe_text
+
+MAX_ID = 2**63 - 1  # ids are 64-bit in both databases
+MAX_KEY_LENGTH = 200
+MAX_PAGE = 200
+
+
+class Person(Protocol):
+    """Who is acting: a signed-in user, or an operator at the command line."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Acting:
+    """A person known by name and role alone (the command line acting for someone)."""
+
+    name: str
+    role: str = "user"
+
+
+def is_operator(person: Person) -> bool:
+    return person.role == "operator"
+
+
+class DownloadLog(Protocol):
+    def record_download(self, job_id: int, person: str) -> None: ...
+
+    def job_downloads(self, job_id: int) -> list[tuple[str, datetime]]: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fairness:
+    """Per-owner limits: at most `max_active` queued or running at once, and at most
+    `max_per_window` created per `window_seconds`."""
+
+    max_active: int = 10
+    max_per_window: int = 60
+    window_seconds: int = 60
+
+
+@dataclass(frozen=True, kw_only=True)
+class Created:
+    job: Job
+    created: bool  # False: the Idempotency-Key named an earlier job, which is returned
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobView:
+    """A job with everything that explains it, and who was given its file."""
+
+    detail: JobDetail
+    downloads: list[tuple[str, datetime]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DownloadLink:
+    url: str
+    expires_at: datetime
+    file_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredFile:
+    """An object opened for reading through a download link; close `stream` when done."""
+
+    stream: BinaryIO
+    key: str
+    file_name: str
+    size: int
+    modified: datetime
+
+
+class ExportService:
+    def __init__(
+        self,
+        *,
+        jobs: JobStore,
+        effects: EffectStore,
+        downloads: DownloadLog,
+        catalog: Catalog,
+        objects: ObjectStore,
+        link_secret: bytes,
+        fairness: Fairness | None = None,
+        link_seconds: int = 3600,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.jobs = jobs
+        self.effects = effects
+        self.downloads = downloads
+        self.catalog = catalog
+        self.objects = objects
+        self.link_secret = link_secret
+        self.fairness = fairness or Fairness()
+        self.link_seconds = link_seconds
+        self.clock = clock
+
+    # -- saved queries -------------------------------------------------------------------------
+
+    def saved_queries(self) -> list[SavedQuery]:
+        return list(self.catalog.queries.values())
+
+    def saved_query(self, name: str) -> SavedQuery:
+        query = self.catalog.queries.get(name)
+        if query is None:
+            raise NotFoundError(f"no saved query {quoted(name)}")
+        return query
+
+    # -- creating jobs -------------------------------------------------------------------------
+
+    def create(
+        self,
+        person: Person,
+        saved_query: str,
+        parameters: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        from_text: bool = False,
+    ) -> Created:
+        """A new job of `saved_query` owned by `person`.
+
+        `from_text` takes parameter values as text (a form, the command line); otherwise as
+        typed JSON. ParameterError names a parameter and its rule; OverLimitError a limit.
+        """
+        key = _idempotency_key(idempotency_key)
+        query = self.catalog.queries.get(saved_query)
+        if query is None:
+            raise InvalidInputError(
+                "saved_query",
+                "unknown",
+                f"no saved query {quoted(saved_query)}",
+                title="Unknown saved query",
+            )
+        new = new_export(
+            query,
+            parameters,
+            owner=person.name,
+            requested_by=person.name,
+            idempotency_key=key,
+            from_text=from_text,
+        )
+        return self._insert(new)
+
+    def rerun(self, person: Person, job_id: int, *, idempotency_key: str | None = None) -> Created:
+        """The job again, as the catalog has its saved query now, for the job's owner."""
+        key = _idempotency_key(idempotency_key)
+        old = self.job(person, job_id).detail.job
+        query = self.catalog.queries.get(old.saved_query)
+        if query is None:
+            raise ConflictError(
+                f"the saved query {old.saved_query!r} is no longer in the catalog",
+                title="Saved query removed",
+            )
+        try:
+            new = new_export(
+                query,
+                dict(old.parameters),
+                owner=old.owner,
+                requested_by=person.name,
+                idempotency_key=key,
+                rerun_of=old.id,
+                from_text=True,
+            )
+        except ParameterError as exc:
+            raise ConflictError(
+                f"the saved query {old.saved_query!r} changed and no longer takes this job's "
+                f"parameters: {exc}",
+                title="Saved query changed",
+            ) from None
+        return self._insert(new)
+
+    def _insert(self, new: NewJob) -> Created:
+        rules = self.fairness
+        limits = OwnerLimits(
+            max_active=rules.max_active,
+            max_recent=rules.max_per_window,
+            since=self.clock() - timedelta(seconds=rules.window_seconds),
+        )
+        try:
+            job, created = self.jobs.create_job(new, limits=limits)
+        except OwnerLimitError as exc:
+            raise self._over_limit(exc, new.owner) from None
+        if not created and (job.saved_query, dict(job.parameters), job.rerun_of) != (
+            new.saved_query,
+            dict(new.parameters),
+            new.rerun_of,
+        ):
+            raise ConflictError(
+                f"this Idempotency-Key already names export {job.id}, a different request",
+                title="Idempotency key reused",
+            )
+        return Created(job=job, created=created)
+
+    def _over_limit(self, exc: OwnerLimitError, owner: str) -> OverLimitError:
+        rules = self.fairness
+        if exc.limit == "max_active":
+            return OverLimitError(
+                f"{exc.count} exports of {owner} are queued or running; "
+                f"at most {exc.maximum} may be at once",
+                limit="max_active",
+                retry_after=10,
+            )
+        return OverLimitError(
+            f"{owner} created {exc.count} exports in the last {rules.window_seconds} s; "
+            f"at most {exc.maximum} are allowed",
+            limit="max_per_window",
+            retry_after=rules.window_seconds,
+        )
+
+    # -- seeing and changing jobs ----------------------------------------------------------------
+
+    def job(self, person: Person, job_id: int) -> JobView:
+        detail = self._detail(job_id)
+        if not is_operator(person) and detail.job.owner != person.name:
+            raise NotFoundError(f"no export {job_id}")  # another person's job does not exist
+        return JobView(detail=detail, downloads=self.downloads.job_downloads(detail.job.id))
+
+    def jobs_of(
+        self,
+        person: Person,
+        *,
+        status: str | None = None,
+        saved_query: str | None = None,
+        owner: str | None = None,
+        before: int | None = None,
+        limit: int = 50,
+    ) -> JobPage:
+        """A person's jobs newest first (an operator's: everyone's, or one `owner`'s)."""
+        if status is not None and status not in STATES:
+            raise InvalidInputError("status", "state", f"{quoted(status)} is not a state")
+        for field, value in (("saved_query", saved_query), ("owner", owner)):
+            if value is not None and unsafe_text(value) is not None:
+                raise InvalidInputError(field, "text", f"{field} {unsafe_text(value)}")
+        if before is not None and not 1 <= before <= MAX_ID:
+            raise InvalidInputError("before", "range", f"before must be 1 to {MAX_ID}")
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInputError("limit", "range", f"limit must be 1 to {MAX_PAGE}")
+        return self.jobs.list_jobs(
+            JobFilter(
+                owner=owner if is_operator(person) else person.name,
+                status=status,
+                saved_query=saved_query,
+                before=JobId(before) if before is not None else None,
+                limit=limit,
+            )
+        )
+
+    def cancel(self, person: Person, job_id: int) -> Job:
+        """Cancel a queued or running job along the fixture's `user` edge."""
+        self.job(person, job_id)
+        reason = "canceled by an operator" if is_operator(person) else "canceled by its owner"
+        try:
+            return self.jobs.cancel_job(JobId(job_id), person=person.name, reason=reason)
+        except JobNotFoundError:
+            raise NotFoundError(f"no export {job_id}") from None
+
+    def redrive(self, person: Person, job_id: int, effect: str) -> None:
+        """An operator tries a given-up side effect again."""
+        if not is_operator(person):
+            raise ForbiddenError("only operators re-drive side effects")
+        self.job(person, job_id)
+        if not self.effects.redrive_side_effect(job_id, effect, now=self.clock()):
+            raise ConflictError(
+                f"job {job_id} has no given-up side effect {quoted(effect)}",
+                title="Not given up",
+            )
+
+    def given_up_side_effects(self, person: Person, limit: int = 100) -> list[SideEffect]:
+        """Side effects that ran out of attempts, most recent first (operators)."""
+        if not is_operator(person):
+            raise ForbiddenError("only operators see every job's side effects")
+        return self.effects.given_up_side_effects(limit)
+
+    # -- downloads ---------------------------------------------------------------------------------
+
+    def download(self, person: Person, job_id: int) -> DownloadLink:
+        """A signed, expiring link to a succeeded job's file; the request is recorded."""
+        job = self.job(person, job_id).detail.job
+        key, file_name = self._downloadable(job)
+        if self.objects.stat(key) is None:
+            raise GoneError(f"the file of job {job.id} is no longer stored")
+        now = self.clock()
+        expires = now + timedelta(seconds=self.link_seconds)
+        if job.object_expires_at is not None:
+            expires = min(expires, job.object_expires_at)
+        seconds = max(1, int((expires - now).total_seconds()))
+        url = self.objects.download_url(key, file_name, seconds)
+        self.downloads.record_download(job.id, person.name)
+        return DownloadLink(url=url, expires_at=expires, file_name=file_name)
+
+    def open_file(self, person: Person, job_id: int) -> StoredFile:
+        """A succeeded job's file, opened here (the command line's own download)."""
+        job = self.job(person, job_id).detail.job
+        key, file_name = self._downloadable(job)
+        opened = self._open(key, file_name)
+        self.downloads.record_download(job.id, person.name)
+        return opened
+
+    def open_link(self, token: str) -> StoredFile:
+        """The file a signed download link grants (the local object store's links)."""
+        try:
+            key, file_name = verify_download(self.link_secret, token)
+        except LinkError as exc:
+            if exc.expired:
+                raise GoneError(str(exc)) from None
+            raise ForbiddenError(str(exc)) from None
+        return self._open(key, file_name)
+
+    def _downloadable(self, job: Job) -> tuple[str, str]:
+        if job.status != "succeeded" or job.object_key is None:
+            raise ConflictError(
+                f"job {job.id} is {job.status}: there is no file", title="Not downloadable"
+            )
+        if job.object_expires_at is not None and job.object_expires_at <= self.clock():
+            raise GoneError(
+                f"the file of job {job.id} expired at {job.object_expires_at.isoformat()}"
+            )
+        return job.object_key, job.file_name or f"export-{job.id}.csv"
+
+    def _open(self, key: str, file_name: str) -> StoredFile:
+        try:
+            info = self.objects.stat(key)
+            if info is None:
+                raise GoneError("the file is no longer stored")
+            stream = self.objects.read(key)
+        except ObjectKeyError as exc:
+            raise ForbiddenError(str(exc)) from None
+        except FileNotFoundError:
+            raise GoneError("the file is no longer stored") from None
+        return StoredFile(
+            stream=stream, key=key, file_name=file_name, size=info.size, modified=info.modified
+        )
+
+    def _detail(self, job_id: int) -> JobDetail:
+        if not 1 <= job_id <= MAX_ID:
+            raise NotFoundError(f"no export {job_id}")
+        try:
+            return self.jobs.get_job(JobId(job_id))
+        except JobNotFoundError:
+            raise NotFoundError(f"no export {job_id}") from None
+
+
+def _idempotency_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    problem = unsafe_text(key)
+    if problem is not None or not key or len(key) > MAX_KEY_LENGTH:
+        why = problem or f"must be 1 to {MAX_KEY_LENGTH} characters"
+        raise InvalidInputError("Idempotency-Key", "text", f"the Idempotency-Key {why}")
+    return key

@@ -1,0 +1,149 @@
+"""Webhook endpoints: who may register, rotate, remove and test which endpoint.
+
+A person registers endpoints for their own events; an operator may register one for any
+existing user, or the global endpoint that receives every event. Registration refuses what the
+URL itself shows to be unsafe (see `webhooks.ssrf.check_webhook_url`); every delivery checks
+every address the name resolves to.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import httpx
+
+from reportexport.records import WebhookEndpoint
+from reportexport.services.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+)
+from reportexport.services.exports import MAX_ID, Person, is_operator
+from reportexport.store import GlobalEndpointExistsError, Users, WebhookEndpoints
+from reportexport.text import quoted
+from reportexport.webhooks.sender import send
+from reportexport.webhooks.signing import new_secret, signed_headers
+from reportexport.webhooks.ssrf import (
+    Resolver,
+    UnsafeDestinationError,
+    check_destination,
+    check_webhook_url,
+    system_resolver,
+)
+
+MAX_URL_LENGTH = 2000
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestDelivery:
+    delivered: bool
+    response_status: int | None
+    problem: str | None
+
+
+class WebhookService:
+    def __init__(
+        self,
+        *,
+        endpoints: WebhookEndpoints,
+        users: Users,
+        allow_private: bool = False,
+        resolver: Resolver = system_resolver,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.endpoints = endpoints
+        self.users = users
+        self.allow_private = allow_private
+        self.resolver = resolver
+        self.clock = clock
+
+    def add(
+        self, person: Person, url: str, *, everyone: bool = False, owner: str | None = None
+    ) -> WebhookEndpoint:
+        """A new endpoint (its secret is shown once) for `owner` (default: the person)."""
+        if everyone and not is_operator(person):
+            raise ForbiddenError("only operators register the global endpoint")
+        if owner is not None and owner != person.name and not is_operator(person):
+            raise ForbiddenError("only operators register endpoints for someone else")
+        if len(url) > MAX_URL_LENGTH:
+            raise InvalidInputError("url", "max_length", f"at most {MAX_URL_LENGTH} characters")
+        try:
+            check_webhook_url(url, allow_private=self.allow_private)
+        except UnsafeDestinationError as exc:
+            raise InvalidInputError("url", "safe", str(exc), title="Unsafe webhook URL") from None
+        receiver = None if everyone else (owner or person.name)
+        if receiver is not None and self.users.user_by_name(receiver) is None:
+            raise InvalidInputError("owner", "unknown", f"no user named {quoted(receiver)}")
+        try:
+            return self.endpoints.add_webhook_endpoint(owner=receiver, url=url, secret=new_secret())
+        except GlobalEndpointExistsError:
+            found = [
+                str(e.id)
+                for e in self.endpoints.list_webhook_endpoints(None)
+                if e.owner is None and e.disabled_at is None
+            ]
+            raise ConflictError(
+                f"the global endpoint exists already ({', '.join(found)}); "
+                "remove it before registering another",
+                title="Global endpoint exists",
+            ) from None
+
+    def list(self, person: Person, owner: str | None = None) -> list[WebhookEndpoint]:
+        """A person's endpoints; an operator's: every endpoint, or one owner's."""
+        return self.endpoints.list_webhook_endpoints(owner if is_operator(person) else person.name)
+
+    def rotate(
+        self, person: Person, endpoint_id: int, *, overlap_hours: float = 24.0
+    ) -> WebhookEndpoint:
+        """A new secret; the old one keeps signing for `overlap_hours`."""
+        self.endpoint(person, endpoint_id)
+        until = self.clock() + timedelta(hours=overlap_hours)
+        try:
+            return self.endpoints.rotate_webhook_secret(
+                endpoint_id, secret=new_secret(), until=until
+            )
+        except LookupError:
+            raise NotFoundError(f"no enabled webhook endpoint {endpoint_id}") from None
+
+    def remove(self, person: Person, endpoint_id: int) -> bool:
+        """Stop sending to an endpoint; False when it was already removed."""
+        self.endpoint(person, endpoint_id)
+        return self.endpoints.disable_webhook_endpoint(
+            endpoint_id, now=self.clock(), reason=f"removed by {person.name}"
+        )
+
+    def test(self, person: Person, endpoint_id: int) -> TestDelivery:
+        """Send a signed `webhook.test` event now and say what came back."""
+        endpoint = self.endpoint(person, endpoint_id)
+        now = self.clock()
+        body = json.dumps({"type": "webhook.test", "timestamp": now.isoformat(), "data": {}})
+        try:
+            destination = check_destination(
+                endpoint.url, resolver=self.resolver, allow_private=self.allow_private
+            )
+        except UnsafeDestinationError as exc:
+            return TestDelivery(delivered=False, response_status=None, problem=str(exc))
+        message_id = f"msg_test_{uuid.uuid4().hex}"
+        headers = signed_headers(endpoint.secrets(now), message_id, now, body)
+        with httpx.Client(timeout=10.0, follow_redirects=False) as client:
+            answer = send(client, destination, headers, body)
+        return TestDelivery(
+            delivered=answer.ok, response_status=answer.status, problem=answer.error
+        )
+
+    def endpoint(self, person: Person, endpoint_id: int) -> WebhookEndpoint:
+        """An endpoint the person may manage; another person's does not exist for them."""
+        found: WebhookEndpoint | None = None
+        if 1 <= endpoint_id <= MAX_ID:
+            try:
+                found = self.endpoints.get_webhook_endpoint(endpoint_id)
+            except LookupError:
+                found = None
+        if found is None or (not is_operator(person) and found.owner != person.name):
+            raise NotFoundError(f"no webhook endpoint {endpoint_id}")
+        return found

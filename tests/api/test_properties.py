@@ -1,0 +1,225 @@
+"""No input poisons the store: arbitrary text and JSON through every entry point.
+
+A catalog with every parameter type (free text included) is driven with Hypothesis through
+the HTTP API (arbitrary JSON, sent as the bytes a client could send: lone surrogates as JSON
+escapes, NaN, huge numbers), the dashboard's form (arbitrary bytes, percent-encoded) and the
+command line (called in process, with the text Python hands over from argv: surrogate escapes
+included). Every answer is below 500; after every accepted input the owner's and the
+operator's lists, the job's API page and dashboard page, and `jobs list` still answer.
+
+The number of examples comes from $REPORTEXPORT_EXAMPLES (the CI profile bounds it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote_from_bytes
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reportexport import cli
+from reportexport.store import Database
+from tests.api.test_api import runtime_for
+from tests.exports.conftest import catalog_for
+from tests.exports.conftest import jobs_db as jobs_db
+from tests.exports.conftest import local_objects as local_objects
+from tests.exports.conftest import sources_dir as sources_dir
+
+EXAMPLES = int(os.environ.get("REPORTEXPORT_EXAMPLES", "60"))
+PROFILE = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                           HealthCheck.data_too_large],
+)  # fmt: skip
+
+EVERY_TYPE: dict[str, Any] = {
+    "everything": {
+        "source": "demo",
+        "title": "Every parameter type",
+        "sql": "SELECT :s AS s, :code AS code, :i AS i, :x AS x, :b AS b, :d AS d, :t AS t, "
+        ":e AS e",
+        "parameters": {
+            "s": {"type": "string", "required": False},
+            "code": {"type": "string", "required": False, "min_length": 2, "max_length": 3,
+                     "pattern": "[A-Z]+"},
+            "i": {"type": "integer", "required": False, "min": -5, "max": 5},
+            "x": {"type": "number", "required": False, "min": 0, "max": 100},
+            "b": {"type": "boolean", "required": False},
+            "d": {"type": "date", "required": False, "min": "2024-01-01", "max": "2024-12-31"},
+            "t": {"type": "timestamp", "required": False},
+            "e": {"type": "enum", "required": False, "choices": ["a", "b"]},
+        },
+    },
+}  # fmt: skip
+NAMES = list(EVERY_TYPE["everything"]["parameters"])
+
+HOSTILE = [
+    "\ud800", "a\udcff", "\x00", "A\x00B", "\u202eevil", "\u2066isolate", "\ufeff", "",
+    "x" * 100_000, "=1+1", "'; DROP TABLE jobs; --", "\n\r\t", "\U0001f600",
+]  # fmt: skip
+texts = st.one_of(
+    st.text(),
+    st.text(st.characters(codec=None, categories=["Cs", "Cc", "Cf", "Zs"])),
+    st.sampled_from(HOSTILE),
+)
+numbers = st.one_of(
+    st.integers(-8, 8),
+    st.integers(95, 105),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.just(2**70),
+)
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), numbers, texts),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+parameters = st.dictionaries(st.one_of(st.sampled_from(NAMES), texts), json_values, max_size=5)
+bodies = st.one_of(
+    st.fixed_dictionaries({"saved_query": st.sampled_from(["everything", "nope"]),
+                           "parameters": parameters}),
+    st.dictionaries(texts, json_values, max_size=3),
+    json_values,
+)  # fmt: skip
+
+
+@pytest.fixture
+def world(
+    jobs_db: Database, local_objects: Any, sources_dir: Path, tmp_path: Path
+) -> Iterator[dict[str, Any]]:
+    catalog = catalog_for(sources_dir, None, EVERY_TYPE)
+    people = {"alice": "user", "olga": "operator"}
+    tokens = {name: jobs_db.add_user(name, role)[1] for name, role in people.items()}
+    runtime = runtime_for(
+        jobs_db, catalog, local_objects,
+        max_active_exports=100_000, max_exports_per_minute=100_000,
+    )  # fmt: skip
+    app = runtime.app()
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield {"client": client, "app": app, "tokens": tokens, "db": jobs_db}
+
+
+def headers(world: dict[str, Any], who: str = "alice") -> dict[str, str]:
+    return {"Authorization": f"Bearer {world['tokens'][who]}"}
+
+
+def signed_in(world: dict[str, Any], who: str = "alice") -> dict[str, str]:
+    """The dashboard's cookie, as a browser sends it."""
+    return {"Cookie": f"rx_token={world['tokens'][who]}"}
+
+
+def everything_still_answers(world: dict[str, Any], job_id: int | None = None) -> None:
+    client: TestClient = world["client"]
+    for who in ("alice", "olga"):
+        listed = client.get("/api/exports?limit=200", headers=headers(world, who))
+        assert listed.status_code == 200, listed.text
+        listed.content.decode("utf-8")
+        page = client.get("/jobs", headers=signed_in(world, who))
+        assert page.status_code == 200
+    if job_id is not None:
+        assert client.get(f"/api/exports/{job_id}", headers=headers(world)).status_code == 200
+        shown = client.get(f"/jobs/{job_id}", headers=signed_in(world))
+        assert shown.status_code == 200
+
+
+def assert_a_proper_answer(response: httpx.Response) -> None:
+    assert response.status_code < 500, response.text
+    if response.status_code >= 400:
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["status"] == response.status_code
+
+
+def test_the_api_takes_any_json_and_stays_whole(world: dict[str, Any]) -> None:
+    @PROFILE
+    @given(body=bodies, key=st.one_of(st.none(), st.text(st.characters(codec="ascii"), min_size=1,
+                                                         max_size=40)))  # fmt: skip
+    def check(body: Any, key: str | None) -> None:
+        sent = json.dumps(body).encode("utf-8")  # lone surrogates travel as JSON escapes
+        extra = {"Idempotency-Key": key} if key and key.isprintable() and key.strip() else {}
+        response = world["client"].post(
+            "/api/exports",
+            content=sent,
+            headers={**headers(world), **extra, "content-type": "application/json"},
+        )
+        assert_a_proper_answer(response)
+        everything_still_answers(world, response.json()["id"] if response.is_success else None)
+
+    check()
+
+
+def test_the_dashboard_form_takes_any_bytes_and_stays_whole(world: dict[str, Any]) -> None:
+    field = st.one_of(st.sampled_from(NAMES), st.binary(max_size=20).map(lambda b: b.decode(
+        "latin-1")))  # fmt: skip
+
+    @PROFILE
+    @given(fields=st.lists(st.tuples(field, st.binary(max_size=300)), max_size=6))
+    def check(fields: list[tuple[str, bytes]]) -> None:
+        encoded = "&".join(
+            f"{quote_from_bytes(name.encode('latin-1'))}={quote_from_bytes(value)}"
+            for name, value in [("saved_query", b"everything"), *fields]
+        )
+        response = world["client"].post(
+            "/exports/new",
+            content=encoded.encode("ascii"),
+            headers={"content-type": "application/x-www-form-urlencoded", **signed_in(world)},
+            follow_redirects=False,
+        )
+        assert response.status_code in (303, 422), response.text
+        location = response.headers.get("location", "")
+        job_id = int(location.rsplit("/", 1)[1]) if location.startswith("/jobs/") else None
+        everything_still_answers(world, job_id)
+
+    check()
+
+
+def test_the_command_line_takes_any_arguments_and_stays_whole(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`reportexport export` over the API, called in process with any NAME=VALUE text."""
+    from reportexport import client as remote
+
+    def connect(settings: Any) -> TestClient:
+        return TestClient(world["app"], headers=headers(world))
+
+    monkeypatch.setattr(remote, "connect", connect)
+    environment = {"REPORTEXPORT_SERVER": "http://testserver", "REPORTEXPORT_TOKEN": "unused"}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+    @PROFILE
+    @given(items=st.lists(st.tuples(st.one_of(st.sampled_from(NAMES), texts), texts), max_size=4))
+    def check(items: list[tuple[str, str]]) -> None:
+        arguments = [part for name, value in items for part in ("--param", f"{name}={value}")]
+        code = cli.main(["export", "everything", *arguments])
+        assert code in (0, 1, 2)
+        captured = capsys.readouterr()
+        if code != 0:
+            assert len(captured.err.strip().splitlines()) == 1, captured.err
+        assert cli.main(["jobs", "list"]) == 0
+        capsys.readouterr()
+        everything_still_answers(world)
+
+    check()
+
+
+def test_a_lone_surrogate_on_the_command_line_is_one_line_and_exit_2(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argument in ("s=a\udcff", "s\ud800=x", "s=\x00"):
+        assert cli.main(["export", "everything", "--param", argument]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1, err
+        err.encode("utf-8")
+    assert cli.main(["export", "everything", "--param", "s=1", "--param", "s=2"]) == 2
+    assert "given twice" in capsys.readouterr().err
