@@ -81,6 +81,30 @@ class ThrowawayCluster:
         )  # fmt: skip
         return done.returncode == 0 and _reachable(self.url)
 
+    def pg_ctl_run(self, *args: str) -> None:
+        """`pg_ctl ACTION` on this cluster (as the postgres user when we are root)."""
+        assert self.pg_ctl is not None
+        options = (
+            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off"
+        )
+        subprocess.run(
+            [*self.prefix, self.pg_ctl, "-D", str(self.directory / "data"), "-o", options, "-w",
+             "-l", str(self.directory / "log"), *args],
+            capture_output=True,
+            check=True,
+        )  # fmt: skip
+
+    def restart(self) -> None:
+        """A fast restart: every connection is cut, as in a failover."""
+        self.pg_ctl_run("-m", "fast", "restart")
+
+    def pause(self) -> None:
+        """The server down (fast shutdown) until `resume`."""
+        self.pg_ctl_run("-m", "fast", "stop")
+
+    def resume(self) -> None:
+        self.pg_ctl_run("start")
+
     def stop(self) -> None:
         if self.pg_ctl:
             subprocess.run(

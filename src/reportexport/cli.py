@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     _service_options(worker)
     _worker_options(worker)
 
+    workers = _command(commands, "workers", "each process's heartbeat: exports, claims, pauses")
+    _service_options(workers)
+    workers.add_argument(
+        "--stale-seconds", type=float, default=30.0, help="flag heartbeats older than this"
+    )
+
     export = _command(
         commands, "export", "export a saved query (over the API when a server is named)"
     )

@@ -201,8 +201,8 @@ def cmd_worker(runtime: Runtime, args: argparse.Namespace) -> int:
     from reportexport.logs import configure_logging
 
     configure_logging()
-    runtime.worker().run_until_signal(grace_seconds=runtime.settings.grace_seconds)
-    return 0
+    worker = runtime.worker(restart_loops=False)  # this process's supervisor restarts it
+    return worker.run_until_signal(grace_seconds=runtime.settings.grace_seconds)
 
 
 def cmd_sweep(runtime: Runtime, args: argparse.Namespace) -> int:
@@ -221,12 +221,31 @@ def cmd_effects(runtime: Runtime, args: argparse.Namespace) -> int:
     from reportexport.logs import configure_logging
 
     configure_logging()
-    runner = runtime.effects_runner()
+    runner = runtime.effects_runner(restart_loops=False)  # this process's supervisor restarts it
     if args.once:
         while runner.run_once():
             pass
-    else:
-        runner.run_until_signal()
+        return 0
+    return runner.run_until_signal()
+
+
+def cmd_workers(runtime: Runtime, args: argparse.Namespace) -> int:
+    """Every process's last heartbeat: what it runs, when it last claimed, what it paused."""
+    beats = runtime.heartbeats()
+    if not beats:
+        print("no process has reported yet")
+    for beat in beats:
+        stale = "  STALE" if (beat.age_seconds or 0) > args.stale_seconds else ""
+        claimed = f"{beat.last_claim_at:%H:%M:%S}" if beat.last_claim_at else "-"
+        seen = f"seen {beat.age_seconds or 0:6.1f} s ago{stale}"
+        print(
+            f"{beat.process:36} {beat.kind:7} {seen}; exports {list(beat.active_jobs)}; "
+            + f"last claim {claimed}"
+        )
+        if beat.pause_reason:
+            until = f"{beat.claims_paused_until:%H:%M:%S}" if beat.claims_paused_until else "-"
+            sources = f" ({', '.join(beat.paused_sources)})" if beat.paused_sources else ""
+            print(f"{'':36} claims paused: {beat.pause_reason}{sources}, next probe {until}")
     return 0
 
 

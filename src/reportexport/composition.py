@@ -16,6 +16,7 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +24,13 @@ from reportexport import lifecycle
 from reportexport.catalog import Catalog, CatalogError, load_catalog
 from reportexport.graph import Graph, InvalidGraphError, load_graph
 from reportexport.objects import ObjectStore, ObjectStoreError, open_object_store
-from reportexport.records import MetricsSnapshot
+from reportexport.records import Heartbeat, MetricsSnapshot, ProcessKind
 from reportexport.services.errors import ServiceError
 from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.people import PeopleService
 from reportexport.services.webhooks import WebhookService
 from reportexport.settings import Settings, SettingsError
-from reportexport.store import Database, StoreError, open_database
+from reportexport.store import Database, JobQueue, StoreError, open_database
 from reportexport.store.schema import redact
 from reportexport.text import printable
 
@@ -130,14 +131,25 @@ class Runtime:
         settings = self.settings
         try:
             if settings.uses_embedded_database:
-                database = open_database(settings.database_url, self.graph, check=False)
-                self._opened.append(database.close)
+                database = self._open_database(check=False)
                 database.upgrade()
             else:
-                database = open_database(settings.database_url, self.graph)
-                self._opened.append(database.close)
+                database = self._open_database()
         except StoreError as exc:
             raise SetupError(str(exc), exit_code=1) from None
+        return database
+
+    def _open_database(self, *, check: bool = True, pool_size: int = 8) -> Database:
+        settings = self.settings
+        database = open_database(
+            settings.database_url,
+            self.graph,
+            check=check,
+            pool_size=pool_size,
+            lock_timeout_seconds=settings.db_lock_timeout_seconds,
+            statement_timeout_seconds=settings.db_statement_timeout_seconds,
+        )
+        self._opened.append(database.close)
         return database
 
     @property
@@ -148,11 +160,9 @@ class Runtime:
     def unchecked_database(self) -> Database:
         """The job store as it is, current or not: for `db upgrade` and `db check`."""
         try:
-            database = open_database(self.settings.database_url, self.graph, check=False)
+            return self._open_database(check=False)
         except StoreError as exc:
             raise SetupError(str(exc), exit_code=1) from None
-        self._opened.append(database.close)
-        return database
 
     @functools.cached_property
     def catalog(self) -> Catalog:
@@ -223,22 +233,32 @@ class Runtime:
     def people(self) -> PeopleService:
         return PeopleService(users=self.database)
 
-    def worker(self) -> Worker:
+    def worker(self, *, kind: ProcessKind = "worker", restart_loops: bool = True) -> Worker:
+        """A worker whose leases are renewed on a connection of their own."""
         from reportexport.worker import Worker, WorkerSettings
 
         settings = self.settings
+        database = self.database
+        if self._given_database is None:
+            lease_database: JobQueue = self._open_database(pool_size=1)
+        else:
+            lease_database = database
         return Worker(
-            self.database,
+            database,
             self.catalog,
             self.objects,
             WorkerSettings(
+                kind=kind,
                 concurrency=settings.concurrency,
                 lease_seconds=settings.lease_seconds,
                 retention_seconds=settings.retention_seconds,
+                failure_limit=settings.pause_after_failures,
             ),
+            lease_db=lease_database,
+            restart_loops=restart_loops,
         )
 
-    def effects_runner(self) -> EffectsRunner:
+    def effects_runner(self, *, restart_loops: bool = True) -> EffectsRunner:
         from reportexport.effects.backoff import RetryPolicy
         from reportexport.effects.handlers import Context
         from reportexport.effects.runner import EffectsRunner, RunnerSettings
@@ -261,11 +281,14 @@ class Runtime:
                     claim_seconds=settings.effects_claim_seconds,
                     policy=RetryPolicy(max_attempts=settings.effects_max_attempts),
                 ),
+                restart_loops=restart_loops,
             )
         except RuntimeError as exc:  # a handler missing for a fixture effect, or the reverse
             raise SetupError(str(exc)) from None
 
-    def app(self) -> FastAPI:
+    def app(self, *, troubles: Callable[[], list[str]] = list) -> FastAPI:
+        """The HTTP application; `troubles` names what of this process is failing right now
+        (a loop of `serve`'s worker or effects runner, paused claims), for /readyz."""
         from reportexport.api.app import create_app
         from reportexport.api.deps import AppParts
 
@@ -276,7 +299,9 @@ class Runtime:
                 people=self.people,
                 graph=self.graph,
                 ready=self.ready,
+                troubles=troubles,
                 metrics=self.metrics,
+                heartbeats=self.heartbeats,
                 webhooks_allow_private=self.settings.webhooks_allow_private,
             )
         )
@@ -292,6 +317,12 @@ class Runtime:
 
     def metrics(self) -> MetricsSnapshot:
         return self.database.metrics_snapshot()
+
+    def heartbeats(self) -> list[Heartbeat]:
+        """Every process's last heartbeat (rows of processes gone a day are dropped)."""
+        database = self.database
+        database.forget_heartbeats(before=datetime.now(UTC) - timedelta(days=1))
+        return database.heartbeats()
 
     def first_people(self) -> list[FirstPerson]:
         """A first operator and a first user on a store without people; tokens shown once."""

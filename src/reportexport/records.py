@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NewType
+from typing import Any, Literal, NewType
 
 from reportexport.lifecycle import Actor, Effect, Status
 
@@ -237,3 +237,25 @@ class MetricsSnapshot:
     export_seconds: float
     effect_attempts: dict[str, int]
     effects_given_up: dict[str, int]
+
+
+ProcessKind = Literal["worker", "effects", "serve"]
+PauseReason = Literal["storage_unavailable", "source_unavailable"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Heartbeat:
+    """A process's state as it last reported it: fixed fields, no free text."""
+
+    process: str
+    host: str
+    pid: int
+    kind: ProcessKind
+    started_at: datetime
+    active_jobs: tuple[int, ...] = ()
+    last_claim_at: datetime | None = None
+    claims_paused_until: datetime | None = None
+    pause_reason: PauseReason | None = None
+    paused_sources: tuple[str, ...] = ()
+    seen_at: datetime | None = None
+    age_seconds: float | None = None

@@ -12,14 +12,18 @@ import argparse
 import contextlib
 import logging
 import signal
-import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from reportexport.commands import cmd_demo, print_first_people
 from reportexport.composition import Runtime, demo_paths
 from reportexport.logs import configure_logging
+
+if TYPE_CHECKING:
+    from reportexport.effects.runner import EffectsRunner
+    from reportexport.worker import Worker
 
 log = logging.getLogger("reportexport.serve")
 
@@ -32,12 +36,12 @@ def serve(runtime: Runtime) -> int:
         cmd_demo(runtime, argparse.Namespace(force=False))
     runtime.catalog  # noqa: B018 - a wrong catalog stops serve before anything is written
     print_first_people(runtime)
-    worker = runtime.worker()
-    runner = runtime.effects_runner()
-    app = runtime.app()
+    # No supervisor restarts this process: its loops restart themselves, and /readyz says so.
+    worker = runtime.worker(kind="serve", restart_loops=True)
+    runner = runtime.effects_runner(restart_loops=True)
+    app = runtime.app(troubles=lambda: troubles(worker, runner))
     worker.start()
-    effects = threading.Thread(target=runner.run_until_stopped, name="effects", daemon=True)
-    effects.start()
+    runner.start()
     print(f"reportexport is serving on http://{settings.host}:{settings.port}", flush=True)
     server = _Server(
         uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning")
@@ -48,8 +52,16 @@ def serve(runtime: Runtime) -> int:
         log.info("stopping: running exports get %s s to finish", settings.grace_seconds)
         worker.stop(grace_seconds=settings.grace_seconds)
         runner.stop()
-        effects.join(timeout=30)
     return 0
+
+
+def troubles(worker: Worker, runner: EffectsRunner) -> list[str]:
+    """What of this process is failing now: loops being retried, claims paused."""
+    found = [f"worker.{name}" for name in worker.loops.troubled]
+    found += [f"effects.{name}" for name in runner.loops.troubled]
+    if worker.pacing.pause_reason is not None:
+        found.append(f"claims paused: {worker.pacing.pause_reason}")
+    return found
 
 
 class _Server(uvicorn.Server):

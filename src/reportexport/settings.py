@@ -75,6 +75,18 @@ class Settings:
     retention_days: float = field(
         default=7.0, metadata=_about("how long published files are kept", minimum=0)
     )
+    pause_after_failures: int = field(
+        default=3,
+        metadata=_about(
+            "infrastructure failures in a row before jobs of a store or source wait", minimum=1
+        ),
+    )
+    db_lock_timeout_seconds: float = field(
+        default=5.0, metadata=_about("longest wait for a lock in the job store", minimum=0.1)
+    )
+    db_statement_timeout_seconds: float = field(
+        default=60.0, metadata=_about("longest statement in the job store", minimum=1)
+    )
     effects_batch: int = field(
         default=10, metadata=_about("side effects claimed at once", minimum=1)
     )

@@ -1,10 +1,23 @@
 """The worker: claims jobs, runs their exports, and ends each one by the graph's rules.
 
-Each running export holds a lease whose token fences every write. A monitor thread records
-progress every half second, which is also how a user's cancel is noticed (the guarded write
-finds the job no longer running) and how the lease is kept alive; the same thread reaps jobs
-whose worker vanished. On SIGTERM the worker stops claiming, lets running exports finish
-within a grace period, then ends the rest `failed` with reason `worker_shutdown`.
+Each running export holds a lease whose token fences every write. Four loops run beside the
+exports, each in its own thread and none waiting behind another:
+
+- **claims** takes queued jobs while there is room, paced by the health of what they need
+  (see `pacing`): after repeated infrastructure failures the jobs of a broken object store or
+  source stay queued until a probe finds it back;
+- **leases** renews the leases of running exports on a connection of its own, so no other
+  query (a progress write waiting on a row lock, a slow reap) can delay a renewal;
+- **progress** records rows and bytes so far every half second, which is also how a person's
+  cancel is noticed (the guarded write finds the job no longer running);
+- **housekeeping** reaps the jobs of workers that vanished, probes paused dependencies and
+  writes this process's heartbeat.
+
+A database that blinks is waited out: every loop retries with backoff, and the transaction
+that ends a job is retried for as long as its lease may still be valid, so a published export
+is never reported as failed because of it. On SIGTERM the worker stops claiming, lets running
+exports finish within a grace period, then ends the rest `failed` with reason
+`worker_shutdown`.
 """
 
 from __future__ import annotations
@@ -15,21 +28,43 @@ import signal
 import socket
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from reportexport.catalog import Catalog
 from reportexport.exports import LimitExceededError, ObjectSink, job_spec, run_export
 from reportexport.job_status import FAIL, SUCCEED
-from reportexport.objects import ObjectExistsError, ObjectStore, TempObject, final_key
+from reportexport.loops import Supervisor
+from reportexport.objects import (
+    ObjectExistsError,
+    ObjectStore,
+    ObjectStoreUnavailableError,
+    TempObject,
+    final_key,
+)
+from reportexport.pacing import STORAGE, Pacing
+from reportexport.records import Heartbeat, ProcessKind
 from reportexport.sources import (
     CancelToken,
     ExportCanceledError,
     Source,
     SourceError,
+    SourceUnavailableError,
     open_source,
+    remove_leftovers,
 )
-from reportexport.store import Claim, Database, Lease, Outcome, PublishedObject, StaleStatusError
+from reportexport.store import (
+    Claim,
+    Database,
+    JobQueue,
+    Lease,
+    Outcome,
+    PublishedObject,
+    StaleStatusError,
+    TransientStoreError,
+)
 
 log = logging.getLogger("reportexport.worker")
 
@@ -38,23 +73,38 @@ STOP_MESSAGES = {
     "worker_shutdown": "the worker shut down before the export finished",
     "limit_time": "the export ran past its time limit",
 }
+STORAGE_MESSAGE = (
+    "the object store refused the export's file; the export can run again once it takes writes"
+)
+SOURCE_MESSAGE = "the source could not be reached; the export can run again once it answers"
+UNKNOWN_END = (
+    "job %s: could not learn whether it ended; if it did not, the reaper fails it and the "
+    "sweeper removes its object"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerSettings:
     worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    kind: ProcessKind = "worker"
     concurrency: int = 2
     lease_seconds: float = 30.0
     progress_seconds: float = 0.5
     poll_seconds: float = 1.0
     reap_grace_seconds: float = 10.0
     retention_seconds: float = 7 * 24 * 3600.0
+    heartbeat_seconds: float = 5.0
+    # Infrastructure failures in a row against one dependency before its jobs stay queued.
+    failure_limit: int = 3
+    first_probe_seconds: float = 1.0
+    max_probe_seconds: float = 60.0
 
 
 @dataclass
 class Running:
     lease: Lease
     cancel: CancelToken
+    source: str
     sink: ObjectSink | None = None
     temp_key: str | None = None
     temp_key_recorded: bool = False
@@ -68,97 +118,210 @@ class Worker:
         catalog: Catalog,
         objects: ObjectStore,
         settings: WorkerSettings | None = None,
+        *,
+        lease_db: JobQueue | None = None,
+        restart_loops: bool = True,
     ) -> None:
+        """`lease_db`: the store the lease loop renews through, ideally its own connection
+        (default: `db`). `restart_loops`: restart a loop that fails unexpectedly (`serve`), or
+        stop the worker and let `run_until_signal` return 1 (a supervised `worker` process)."""
         self.db = db
+        self.lease_db = lease_db or db
         self.catalog = catalog
         self.objects = objects
         self.settings = settings or WorkerSettings()
+        self.started_at = datetime.now(UTC)
+        self.pacing = Pacing(
+            limit=self.settings.failure_limit,
+            first_probe_seconds=self.settings.first_probe_seconds,
+            max_probe_seconds=self.settings.max_probe_seconds,
+        )
+        self._crashed = threading.Event()  # a loop cannot go on
+        self._wake = threading.Event()  # a signal, or a crash
         self._running: dict[int, Running] = {}
         self._lock = threading.Condition()
-        self._stopping = threading.Event()
-        self._stopped = threading.Event()
+        self._claiming = threading.Event()  # set: stop claiming
+        self._stopped = threading.Event()  # set: every loop ends
+        self._last_claim_at: datetime | None = None
+        self._last_beat = self._last_reap = 0.0
         self._pool = ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="export")
         self._sources: dict[str, Source] = {}
         self._source_slots = {
             name: threading.BoundedSemaphore(cfg.max_concurrent)
             for name, cfg in catalog.sources.items()
         }
+        self.loops = Supervisor(
+            stopping=self._stopped,
+            transient=(TransientStoreError,),
+            restart=restart_loops,
+            on_crash=self._on_crash,
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._claimer = threading.Thread(
-            target=self._claim_loop, name="worker-claimer", daemon=True
-        )
-        self._monitor = threading.Thread(
-            target=self._monitor_loop, name="worker-monitor", daemon=True
-        )
-        self._claimer.start()
-        self._monitor.start()
+        remove_leftovers()
+        self.loops.start("claims", self._claims, until=self._claiming)
+        self.loops.start("leases", self._leases, max_delay=1.0)
+        self.loops.start("progress", self._progress, max_delay=5.0)
+        self.loops.start("housekeeping", self._housekeeping)
 
     def stop(self, grace_seconds: float = 30.0) -> None:
         """Stop claiming; let running exports finish within the grace period, then end them."""
-        self._stopping.set()
-        self._claimer.join()
+        self._claiming.set()
+        self.loops.join_loop("claims")
         deadline = time.monotonic() + grace_seconds
         with self._lock:
+            self._lock.notify_all()
             while self._running and time.monotonic() < deadline:
                 self._lock.wait(timeout=max(0.0, deadline - time.monotonic()))
             for running in self._running.values():
                 running.cancel.cancel("worker_shutdown")
         self._pool.shutdown(wait=True)
         self._stopped.set()
-        self._monitor.join()
+        self.loops.join()
 
-    def run_until_signal(self, grace_seconds: float = 30.0) -> None:
-        """Run until SIGTERM or SIGINT, then stop gracefully."""
-        received = threading.Event()
+    def run_until_signal(self, grace_seconds: float = 30.0) -> int:
+        """Run until SIGTERM or SIGINT (0), or until a loop cannot go on (1); then stop."""
         for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: received.set())
+            signal.signal(signum, lambda *_: self._wake.set())
         self.start()
         log.info("worker %s started", self.settings.worker_id)
-        received.wait()
+        self._wake.wait()
+        code = 1 if self._crashed.is_set() else 0
+        if code:
+            log.critical(
+                "worker %s is stopping because a loop cannot continue; its supervisor should "
+                "start it again",
+                self.settings.worker_id,
+            )
         log.info("worker %s stopping (grace %ss)", self.settings.worker_id, grace_seconds)
         self.stop(grace_seconds)
+        return code
+
+    def _on_crash(self, loop: str, exc: BaseException) -> None:
+        self._crashed.set()
+        self._wake.set()
 
     @property
     def active(self) -> int:
         with self._lock:
             return len(self._running)
 
-    # -- claiming ---------------------------------------------------------------------------
+    def heartbeat(self) -> Heartbeat:
+        """This worker's state, as its heartbeat row shows it."""
+        with self._lock:
+            active = tuple(sorted(self._running))
+        paused = self.pacing.paused()
+        now, monotonic = datetime.now(UTC), time.monotonic()
+        until = None
+        if paused:
+            until = now + timedelta(seconds=max(0.0, min(paused.values()) - monotonic))
+        return Heartbeat(
+            process=f"{self.settings.worker_id}-{self.settings.kind}",
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            kind=self.settings.kind,
+            started_at=self.started_at,
+            active_jobs=active,
+            last_claim_at=self._last_claim_at,
+            claims_paused_until=until,
+            pause_reason=self.pacing.pause_reason,
+            paused_sources=tuple(sorted(key for key in paused if key != STORAGE)),
+        )
 
-    def _claim_loop(self) -> None:
+    # -- the loops ----------------------------------------------------------------------------
+
+    def _claims(self) -> float:
         settings = self.settings
-        while not self._stopping.is_set():
-            with self._lock:
-                free = settings.concurrency - len(self._running)
-                if free <= 0:
-                    self._lock.wait(timeout=settings.poll_seconds)
-                    continue
-            try:
-                claims = self.db.claim_jobs(
-                    settings.worker_id, limit=free, lease_seconds=settings.lease_seconds
-                )
-            except Exception:
-                log.exception("claiming jobs failed")
-                self._stopping.wait(settings.poll_seconds)
+        with self._lock:
+            free = settings.concurrency - len(self._running)
+            in_flight = Counter(item.source for item in self._running.values())
+            if free <= 0:
+                self._lock.wait(timeout=settings.poll_seconds)  # an export ending wakes this
+                return 0.0
+        plan = self.pacing.plan(free, in_flight)
+        if plan.limit <= 0:
+            return settings.poll_seconds
+        claims = self.db.claim_jobs(
+            settings.worker_id,
+            limit=plan.limit,
+            lease_seconds=settings.lease_seconds,
+            excluded_sources=plan.excluded_sources,
+        )
+        for claim in claims:
+            self._last_claim_at = datetime.now(UTC)
+            self._begin(claim)
+        if not claims:
+            self.db.wait_for_change(settings.poll_seconds)
+        return 0.0
+
+    def _leases(self) -> float:
+        renew_after = self.settings.lease_seconds / 3
+        for item in self._snapshot():
+            if item.cancel.cancelled or time.monotonic() - item.lease_renewed_at < renew_after:
                 continue
-            for claim in claims:
-                self._begin(claim)
-            if not claims:
-                self.db.wait_for_change(settings.poll_seconds)
+            try:
+                item.lease = self.lease_db.extend_lease(
+                    item.lease, lease_seconds=self.settings.lease_seconds
+                )
+                item.lease_renewed_at = time.monotonic()
+            except StaleStatusError:
+                item.cancel.cancel("stale")  # canceled by a person, or reaped: stop, end nothing
+        return min(0.5, renew_after / 2)
+
+    def _progress(self) -> float:
+        for item in self._snapshot():
+            if item.cancel.cancelled:
+                continue
+            sink = item.sink
+            temp_key = None if item.temp_key_recorded else item.temp_key
+            try:
+                self.db.record_progress(
+                    item.lease,
+                    rows=sink.records.rows if sink else 0,
+                    bytes_written=sink.object_bytes if sink else 0,
+                    temp_key=temp_key,
+                )
+            except StaleStatusError:
+                item.cancel.cancel("stale")
+                continue
+            item.temp_key_recorded = item.temp_key_recorded or temp_key is not None
+        return self.settings.progress_seconds
+
+    def _housekeeping(self) -> float:
+        settings = self.settings
+        now = time.monotonic()
+        for key in self.pacing.due_probes():
+            self._probe(key)
+        if now - self._last_reap >= settings.lease_seconds / 2:
+            for job_id in self.db.reap_expired(
+                settings.worker_id, grace_seconds=settings.reap_grace_seconds
+            ):
+                log.warning(
+                    "job %s: lease expired, failed by the reaper", job_id, extra={"job_id": job_id}
+                )
+            self._last_reap = now
+        if now - self._last_beat >= settings.heartbeat_seconds:
+            self.db.beat(self.heartbeat())
+            self._last_beat = now
+        return min(1.0, settings.heartbeat_seconds)
+
+    def _snapshot(self) -> list[Running]:
+        with self._lock:
+            return list(self._running.values())
+
+    # -- one export --------------------------------------------------------------------------
 
     def _begin(self, claim: Claim) -> None:
-        running = Running(lease=claim.lease, cancel=CancelToken())
+        running = Running(lease=claim.lease, cancel=CancelToken(), source=claim.job.source)
         with self._lock:
             self._running[claim.job.id] = running
         self._pool.submit(self._execute, claim, running)
 
-    # -- one export --------------------------------------------------------------------------
-
     def _execute(self, claim: Claim, running: Running) -> None:
         job = claim.job
+        about = {"job_id": job.id}
         temp: TempObject | None = None
         try:
             spec = job_spec(job)
@@ -170,7 +333,15 @@ class Worker:
                 running.temp_key = temp.key
                 running.sink = ObjectSink(temp, spec.csv, spec.limits)
                 staged = run_export(spec, source, temp, running.sink, running.cancel)
+            self.pacing.succeeded(job.source)
+            if not self._still_ours(running):
+                self._abort(temp)
+                log.warning(
+                    "job %s: lease lost before publishing; nothing published", job.id, extra=about
+                )
+                return
             temp.publish()
+            self.pacing.succeeded(STORAGE)
             published = PublishedObject(
                 key=final_key(job.id, spec.file_name),
                 sha256=staged.sha256,
@@ -181,12 +352,15 @@ class Worker:
                 expires_in_seconds=self.settings.retention_seconds,
             )
             outcome = Outcome(lease=running.lease, to_status=SUCCEED.to_status, published=published)
-            if not self.db.finish_jobs([outcome])[0]:
-                # Canceled or reaped while publishing: no object may outlive a job that did
-                # not succeed.
+            ended = self._finish(running, outcome)
+            if ended is False:
+                # Canceled or reaped meanwhile: no object may outlive a job that did not succeed.
                 self.objects.delete(published.key)
-                log.info("job %s ended elsewhere; its published object was deleted", job.id,
-                         extra={"job_id": job.id})  # fmt: skip
+                log.info(
+                    "job %s ended elsewhere; its published object was deleted", job.id, extra=about
+                )
+            elif ended is None:
+                log.error(UNKNOWN_END, job.id, extra=about)
         except ExportCanceledError as stop:
             self._abort(temp)
             if stop.reason in STOP_MESSAGES:
@@ -194,20 +368,88 @@ class Worker:
         except LimitExceededError as exc:
             self._abort(temp)
             self._fail(running, exc.code, str(exc))
+        except ObjectStoreUnavailableError as exc:
+            self._abort(temp)
+            self.pacing.failed(STORAGE)
+            log.error("job %s: %s", job.id, exc, extra=about)
+            self._fail(running, "storage_unavailable", STORAGE_MESSAGE)
+        except SourceUnavailableError as exc:
+            self._abort(temp)
+            self.pacing.failed(job.source)
+            log.error("job %s: %s", job.id, exc, extra=about)
+            self._fail(running, exc.code, SOURCE_MESSAGE)
         except SourceError as exc:
             self._abort(temp)
+            self.pacing.succeeded(job.source)  # it answered: the query is at fault
             self._fail(running, exc.code, str(exc))
         except ObjectExistsError as exc:
             self._abort(temp)
             self._fail(running, "publish_conflict", str(exc))
         except Exception:
-            log.exception("job %s: export failed unexpectedly", job.id, extra={"job_id": job.id})
+            log.exception("job %s: export failed unexpectedly", job.id, extra=about)
             self._abort(temp)
             self._fail(running, "internal_error", "the export failed; operators can see why")
         finally:
             with self._lock:
                 self._running.pop(job.id, None)
                 self._lock.notify_all()
+
+    def _deadline(self, running: Running) -> float:
+        """Until when (monotonic) the lease is surely still ours, from its last renewal."""
+        return running.lease_renewed_at + self.settings.lease_seconds
+
+    def _finish(self, running: Running, outcome: Outcome) -> bool | None:
+        """End the job: True if it now has this outcome, False if it ended otherwise (a cancel,
+        the reaper), None if the store could not say before the lease ran out.
+
+        Transient store failures are retried while the lease may still be valid; after a
+        failure the job is read back first, since the commit may have happened unacknowledged.
+        """
+        delay = 0.2
+        while True:
+            try:
+                return self.db.finish_jobs([outcome])[0]
+            except TransientStoreError as exc:
+                if time.monotonic() + delay > self._deadline(running):
+                    job_id = outcome.lease.job_id
+                    log.error("job %s: could not end it before its lease ran out: %s", job_id, exc)
+                    return None
+                log.warning("job %s: ending it failed (%s); again", outcome.lease.job_id, exc)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+            known = self._ended_as(outcome)
+            if known is not None:
+                return known
+
+    def _ended_as(self, outcome: Outcome) -> bool | None:
+        """After an unanswered finish: did it commit (True), did the job end otherwise
+        (False), or is it still running under our lease (None: try again)?"""
+        try:
+            job = self.db.get_job(outcome.lease.job_id).job
+        except TransientStoreError:
+            return None
+        if job.lease_token != outcome.lease.token:
+            return False
+        if job.status == outcome.to_status:
+            return True
+        return None if job.status == "running" else False
+
+    def _still_ours(self, running: Running) -> bool:
+        """Renew the lease just before publishing: a stale worker learns it here, not after."""
+        delay = 0.2
+        while time.monotonic() < self._deadline(running):
+            try:
+                running.lease = self.lease_db.extend_lease(
+                    running.lease, lease_seconds=self.settings.lease_seconds
+                )
+                running.lease_renewed_at = time.monotonic()
+                return True
+            except StaleStatusError:
+                return False
+            except TransientStoreError:
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        return False
 
     def _fail(self, running: Running, code: str, message: str) -> None:
         outcome = Outcome(
@@ -218,10 +460,10 @@ class Worker:
             error_message=message,
         )
         try:
-            self.db.finish_jobs([outcome])
+            self._finish(running, outcome)
         except Exception:
-            log.exception("job %s: recording the failure failed", running.lease.job_id,
-                          extra={"job_id": running.lease.job_id})  # fmt: skip
+            job_id = running.lease.job_id
+            log.exception("job %s: recording its failure failed", job_id, extra={"job_id": job_id})
 
     def _abort(self, temp: TempObject | None) -> None:
         if temp is None:
@@ -230,6 +472,24 @@ class Worker:
             temp.abort()
         except Exception:
             log.exception("aborting temp object %s failed; the sweeper will remove it", temp.key)
+
+    def _probe(self, key: str) -> None:
+        """Try a paused dependency: a tiny temp object written and dropped, or `SELECT 1`."""
+        try:
+            if key == STORAGE:
+                temp = self.objects.create_temp(0, os.getpid(), final_key(0, "probe"))
+                try:
+                    temp.write(b"probe")
+                finally:
+                    temp.abort()
+            else:
+                self._source(key).describe("SELECT 1 AS probe", {})
+        except Exception as exc:
+            self.pacing.probe_failed(key)
+            log.warning("%s is still unavailable: %s", key or "the object store", exc)
+            return
+        self.pacing.succeeded(key)
+        log.warning("%s answers again: claiming its jobs resumes", key or "the object store")
 
     def _source(self, name: str) -> Source:
         config = self.catalog.sources.get(name)
@@ -242,52 +502,6 @@ class Worker:
 
     def _source_slot(self, name: str, cancel: CancelToken) -> _Slot:
         return _Slot(self._source_slots[name], cancel)
-
-    # -- progress, leases, cancels, reaping -------------------------------------------------------
-
-    def _monitor_loop(self) -> None:
-        settings = self.settings
-        last_reap = 0.0
-        while not self._stopped.is_set():
-            with self._lock:
-                running = list(self._running.values())
-            for item in running:
-                self._heartbeat(item)
-            if time.monotonic() - last_reap >= settings.lease_seconds / 2:
-                last_reap = time.monotonic()
-                try:
-                    for job_id in self.db.reap_expired(
-                        settings.worker_id, grace_seconds=settings.reap_grace_seconds
-                    ):
-                        log.warning("job %s: lease expired, failed by the reaper", job_id,
-                                    extra={"job_id": job_id})  # fmt: skip
-                except Exception:
-                    log.exception("reaping expired leases failed")
-            self._stopped.wait(settings.progress_seconds)
-
-    def _heartbeat(self, item: Running) -> None:
-        if item.cancel.cancelled:
-            return
-        try:
-            if time.monotonic() - item.lease_renewed_at >= self.settings.lease_seconds / 3:
-                item.lease = self.db.extend_lease(
-                    item.lease, lease_seconds=self.settings.lease_seconds
-                )
-                item.lease_renewed_at = time.monotonic()
-            sink = item.sink
-            temp_key = None if item.temp_key_recorded else item.temp_key
-            self.db.record_progress(
-                item.lease,
-                rows=sink.records.rows if sink else 0,
-                bytes_written=sink.object_bytes if sink else 0,
-                temp_key=temp_key,
-            )
-            item.temp_key_recorded = item.temp_key_recorded or temp_key is not None
-        except StaleStatusError:
-            item.cancel.cancel("stale")  # canceled by a person, or reaped: stop, end nothing
-        except Exception:
-            log.exception("job %s: recording progress failed", item.lease.job_id,
-                          extra={"job_id": item.lease.job_id})  # fmt: skip
 
 
 class _Slot:

@@ -77,7 +77,7 @@ def create(api: dict[str, Any], who: str = "alice", **body: Any) -> Any:
 def test_health_and_readiness(api: dict[str, Any]) -> None:
     client = api["client"]
     assert client.get("/healthz").json() == {"healthy": True}
-    assert client.get("/readyz").json() == {"healthy": True}
+    assert client.get("/readyz").json() == {"healthy": True, "degraded": []}
     assert client.get("/api/graph").json() == dict(GRAPH.document)
 
 

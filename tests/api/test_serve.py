@@ -58,7 +58,7 @@ def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) 
         assert set(tokens) == {"operator", "demo"}, text
         headers = {"Authorization": f"Bearer {tokens['demo']}"}
         with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
-            assert client.get("/readyz").json() == {"healthy": True}
+            assert client.get("/readyz").json() == {"healthy": True, "degraded": []}
             created = client.post(
                 "/api/exports",
                 json={"saved_query": "orders_by_day", "parameters": {"day": "2024-01-05"}},

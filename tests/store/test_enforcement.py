@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from reportexport.records import Heartbeat
 from reportexport.store import Database, Lease, Outcome, open_database
 from tests.store.conftest import GRAPH, RawSql
 from tests.store.test_operations import new_job
@@ -191,6 +193,11 @@ def test_truncate_is_refused(postgres_url: str, table: str) -> None:
         conn.execute(f"TRUNCATE {table} CASCADE".encode())
 
 
+def heartbeat() -> Heartbeat:
+    return Heartbeat(process="h-1-worker", host="h", pid=1, kind="worker",
+                     started_at=datetime.now(UTC))  # fmt: skip
+
+
 def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
     postgres_url: str,
 ) -> None:
@@ -210,6 +217,18 @@ def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
     service = open_database(service_url, GRAPH)
     try:
         job_id = succeeded(service)  # the service works through the triggers...
+        # ...and everything else it does: people, endpoints, deliveries, downloads, heartbeats
+        user, _ = service.add_user("svc-person", "user")
+        endpoint = service.add_webhook_endpoint(owner=user.name, url="https://h.example/x",
+                                                secret="whsec_x")  # fmt: skip
+        service.rotate_webhook_secret(endpoint.id, secret="whsec_y", until=datetime.now(UTC))
+        service.record_download(job_id, user.name)
+        effect = service.claim_side_effects("r", limit=1, now=datetime.now(UTC),
+                                            claim_until=datetime.now(UTC))[0]  # fmt: skip
+        service.record_delivery(job_id, effect.effect.effect, endpoint.id, now=datetime.now(UTC),
+                                status=200, error=None, delivered=True)  # fmt: skip
+        service.beat(heartbeat())
+        assert [b.process for b in service.heartbeats()] == [heartbeat().process]
     finally:
         service.close()
     with psycopg.connect(service_url, autocommit=True) as conn:  # ...and cannot get around them

@@ -109,7 +109,14 @@ def test_every_named_query_is_run_by_the_store_of_its_dialect(dialect: str) -> N
     store = REPO_ROOT / "src" / "reportexport" / "store"
     source = "".join(
         (store / name).read_text()
-        for name in (f"{dialect}.py", "operations.py", "effects.py", "users.py", "metrics.py")
+        for name in (
+            f"{dialect}.py",
+            "operations.py",
+            "effects.py",
+            "users.py",
+            "metrics.py",
+            "heartbeats.py",
+        )
     )
     used = set(re.findall(r'SQL\["([a-z_]+)"\]', source))
     used |= set(re.findall(r'_fetch\(\s*"([a-z_]+)"', source))

@@ -11,7 +11,7 @@ from fastapi import Path as PathParam
 
 from reportexport.api.problems import ProblemError
 from reportexport.graph import Graph
-from reportexport.records import MetricsSnapshot, User
+from reportexport.records import Heartbeat, MetricsSnapshot, User
 from reportexport.services.exports import MAX_ID, ExportService
 from reportexport.services.people import PeopleService
 from reportexport.services.webhooks import WebhookService
@@ -29,6 +29,8 @@ class AppParts:
     graph: Graph
     ready: Callable[[], bool]
     metrics: Callable[[], MetricsSnapshot]
+    heartbeats: Callable[[], list[Heartbeat]]
+    troubles: Callable[[], list[str]] = list
     webhooks_allow_private: bool = False
 
 

@@ -13,13 +13,19 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from reportexport.graph import Graph
-from reportexport.records import MetricsSnapshot
+from reportexport.records import Heartbeat, MetricsSnapshot
 
 
 class StoreCollector(Collector):
-    def __init__(self, snapshot: Callable[[], MetricsSnapshot], graph: Graph) -> None:
+    def __init__(
+        self,
+        snapshot: Callable[[], MetricsSnapshot],
+        graph: Graph,
+        heartbeats: Callable[[], list[Heartbeat]] = list,
+    ) -> None:
         self.snapshot = snapshot
         self.graph = graph
+        self.heartbeats = heartbeats
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self.snapshot()
@@ -59,6 +65,34 @@ class StoreCollector(Collector):
             given_up.add_metric([name], snapshot.effects_given_up.get(name, 0))
         yield attempts
         yield given_up
+        yield from self._processes()
+
+    def _processes(self) -> Iterator[Metric]:
+        """Each process's heartbeat: its age, its exports, whether its claims are paused."""
+        labels = ["process", "kind", "host"]
+        age = GaugeMetricFamily(
+            "reportexport_heartbeat_age_seconds",
+            "Seconds since a process's last heartbeat",
+            labels=labels,
+        )
+        active = GaugeMetricFamily(
+            "reportexport_process_exports", "Exports a process is running", labels=labels
+        )
+        paused = GaugeMetricFamily(
+            "reportexport_claims_paused",
+            "1 while a worker's claims are paused, by reason (storage_unavailable, "
+            "source_unavailable)",
+            labels=[*labels, "reason"],
+        )
+        for beat in self.heartbeats():
+            values = [beat.process, beat.kind, beat.host]
+            age.add_metric(values, beat.age_seconds or 0.0)
+            active.add_metric(values, len(beat.active_jobs))
+            if beat.pause_reason is not None:
+                paused.add_metric([*values, beat.pause_reason], 1)
+        yield age
+        yield active
+        yield paused
 
 
 def metrics_text(registry: CollectorRegistry) -> bytes:

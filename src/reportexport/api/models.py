@@ -167,6 +167,14 @@ class Health(BaseModel):
     healthy: bool
 
 
+class Readiness(Health):
+    degraded: list[str] = Field(
+        default_factory=list,
+        description="what of this process is failing now and being retried (a loop of its "
+        "worker or effects runner, claims paused for an unavailable store or source)",
+    )
+
+
 class WebhookIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 

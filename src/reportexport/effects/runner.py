@@ -14,15 +14,17 @@ import random
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from reportexport.effects.backoff import RetryPolicy
 from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
 from reportexport.graph import Graph
-from reportexport.records import ClaimedEffect
-from reportexport.store import Database
+from reportexport.loops import Supervisor
+from reportexport.records import ClaimedEffect, Heartbeat
+from reportexport.store import Database, TransientStoreError
 
 log = logging.getLogger("reportexport.effects")
 
@@ -31,6 +33,7 @@ log = logging.getLogger("reportexport.effects")
 class RunnerSettings:
     runner_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-effects")
     batch: int = 10
+    heartbeat_seconds: float = 5.0
     claim_seconds: float = 60.0
     poll_seconds: float = 1.0
     policy: RetryPolicy = field(default_factory=RetryPolicy)
@@ -47,7 +50,10 @@ class EffectsRunner:
         handlers: Mapping[str, Handler] = HANDLERS,
         clock: Callable[[], datetime] | None = None,
         rng: random.Random | None = None,
+        restart_loops: bool = True,
     ) -> None:
+        """`restart_loops`: restart the loop after an unexpected failure (`serve`), or end it
+        and let `run_until_signal` return 1 (a supervised `effects` process)."""
         check_handlers(graph, handlers)
         self.db = db
         self.context = context
@@ -55,7 +61,16 @@ class EffectsRunner:
         self.handlers = handlers
         self.clock = clock or context.clock
         self.rng = rng or random.Random()
+        self.started_at = datetime.now(UTC)
         self._stop = threading.Event()
+        self._crashed = threading.Event()
+        self._last_beat = 0.0
+        self.loops = Supervisor(
+            stopping=self._stop,
+            transient=(TransientStoreError,),
+            restart=restart_loops,
+            on_crash=self._on_crash,
+        )
 
     def run_once(self) -> int:
         """Claim the due rows and handle them; how many were handled."""
@@ -70,30 +85,58 @@ class EffectsRunner:
             self._handle(claimed)
         return len(claims)
 
-    def run_until_stopped(self) -> None:
-        while not self._stop.is_set():
-            try:
-                handled = self.run_once()
-            except Exception:
-                log.exception("claiming side effects failed")
-                handled = 0
-            if not handled:
-                self._stop.wait(self.settings.poll_seconds)
+    def start(self) -> None:
+        """Run in a supervised thread until `stop`: database outages are waited out."""
+        self.loops.start("effects", self._step)
 
-    def run_until_signal(self) -> None:
+    def _step(self) -> float:
+        handled = self.run_once()
+        if time.monotonic() - self._last_beat >= self.settings.heartbeat_seconds:
+            self.db.beat(self.heartbeat())
+            self._last_beat = time.monotonic()
+        return 0.0 if handled else self.settings.poll_seconds
+
+    def heartbeat(self) -> Heartbeat:
+        return Heartbeat(
+            process=self.settings.runner_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            kind="effects",
+            started_at=self.started_at,
+        )
+
+    def run_until_signal(self) -> int:
+        """Run until SIGTERM or SIGINT (0), or until the loop cannot go on (1)."""
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: self._stop.set())
         log.info("effects runner %s started", self.settings.runner_id)
-        self.run_until_stopped()
+        self.start()
+        self._stop.wait()
+        self.loops.join()
+        if self._crashed.is_set():
+            log.critical(
+                "effects runner %s stopped because its loop cannot continue; its supervisor "
+                "should start it again",
+                self.settings.runner_id,
+            )
+            return 1
+        return 0
 
     def stop(self) -> None:
+        self._stop.set()
+        self.loops.join()
+
+    def _on_crash(self, loop: str, exc: BaseException) -> None:
+        self._crashed.set()
         self._stop.set()
 
     def _handle(self, claimed: ClaimedEffect) -> None:
         effect = claimed.effect
+        job = self.db.get_job(effect.job_id).job
         try:
-            job = self.db.get_job(effect.job_id).job
             outcome = self.handlers[effect.effect](self.context, job, effect)
+        except TransientStoreError:
+            raise  # not an attempt: the claim expires and the row is handled again
         except Exception as exc:
             log.exception("job %s: side effect %s failed", effect.job_id, effect.effect,
                           extra={"job_id": effect.job_id, "effect": effect.effect})  # fmt: skip

@@ -22,6 +22,11 @@ class ObjectExistsError(ObjectStoreError):
     """Publishing would overwrite an object: a job never gets a second object."""
 
 
+class ObjectStoreUnavailableError(ObjectStoreError):
+    """The object store refused or could not take a write (a full, read-only or missing
+    volume; an S3 endpoint that is down or answers 5xx): an infrastructure failure."""
+
+
 class ObjectKeyError(ObjectStoreError, ValueError):
     """A key that names no place in this store (it leaves the store's directory)."""
 

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from reportexport.links import sign_download
-from reportexport.objects import ObjectExistsError, ObjectInfo, ObjectKeyError
+from reportexport.objects import (
+    ObjectExistsError,
+    ObjectInfo,
+    ObjectKeyError,
+    ObjectStoreUnavailableError,
+)
 
 
 def local_root(url: str) -> Path:
@@ -19,40 +24,60 @@ def local_root(url: str) -> Path:
     return Path(url[len("file://") :])
 
 
+@contextlib.contextmanager
+def _writing(root: Path) -> Iterator[None]:
+    """An OSError while writing is the store's trouble (full, read-only, missing), not the job's."""
+    try:
+        yield
+    except (FileExistsError, ObjectExistsError):
+        raise
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ObjectStoreUnavailableError(
+            f"the object store at {root} refused a write ({reason}): check that the folder "
+            "exists, is writable and has space"
+        ) from exc
+
+
 class LocalTempObject:
     def __init__(self, root: Path, key: str, final_key: str) -> None:
         self.root = root
         self.key = key
         self.final_key = final_key
         self.path = root / key
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: BinaryIO | None = open(self.path, "xb")  # noqa: SIM115 - held until publish
+        self._file: BinaryIO | None = None
+        with _writing(root):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "xb")  # noqa: SIM115 - held until publish
 
     def write(self, data: bytes) -> None:
         if self._file is None:
             raise ValueError(f"temp object {self.key} is closed")
-        self._file.write(data)
+        with _writing(self.root):
+            self._file.write(data)
 
     def publish(self) -> None:
         if self._file is None:
             raise ValueError(f"temp object {self.key} is closed")
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        self._file = None
         final_key = self.final_key
         target = self.root / final_key
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(self.path, target)  # atomic, and fails rather than replace an object
-        except FileExistsError:
-            raise ObjectExistsError(f"an object already exists at {final_key}") from None
-        os.unlink(self.path)
-        _fsync_dir(target.parent)
+        with _writing(self.root):
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(self.path, target)  # atomic, and fails rather than replace an object
+            except FileExistsError:
+                raise ObjectExistsError(f"an object already exists at {final_key}") from None
+            os.unlink(self.path)
+            _fsync_dir(target.parent)
 
     def abort(self) -> None:
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):  # a full disk fails the close's flush as well
+                self._file.close()
             self._file = None
         self.path.unlink(missing_ok=True)
 
@@ -61,7 +86,9 @@ class LocalObjectStore:
     def __init__(self, url: str, *, link_secret: bytes = b"") -> None:
         self.url = url
         self.root = local_root(url)
-        self.root.mkdir(parents=True, exist_ok=True)
+        # A store that cannot be made now is an outage the worker paces, not a reason to stop.
+        with contextlib.suppress(OSError):
+            self.root.mkdir(parents=True, exist_ok=True)
         self.link_secret = link_secret
 
     def create_temp(self, job_id: int, token: int, final_key: str) -> LocalTempObject:

@@ -8,20 +8,45 @@ where the store supports conditional writes.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from urllib.parse import parse_qs, urlparse
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from reportexport.objects import ObjectExistsError, ObjectInfo, ObjectStoreError
+from reportexport.objects import (
+    ObjectExistsError,
+    ObjectInfo,
+    ObjectStoreError,
+    ObjectStoreUnavailableError,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
 PART_SIZE = 8 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def _writing(store: S3ObjectStore) -> Iterator[None]:
+    """A store that cannot be reached or answers 5xx is an outage, not the job's fault."""
+    try:
+        yield
+    except BotoCoreError as exc:  # connection refused, timed out, closed
+        raise ObjectStoreUnavailableError(
+            f"the object store {store.endpoint} could not be reached ({type(exc).__name__})"
+        ) from exc
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if status >= 500 or status == 429:
+            code = exc.response.get("Error", {}).get("Code", status)
+            raise ObjectStoreUnavailableError(
+                f"the object store {store.endpoint} refused a write ({code})"
+            ) from exc
+        raise
 
 
 class S3TempObject:
@@ -30,9 +55,10 @@ class S3TempObject:
     def __init__(self, store: S3ObjectStore, final_key: str) -> None:
         self.store = store
         self.final_key = final_key
-        response = store.client.create_multipart_upload(
-            Bucket=store.bucket, Key=store.full(final_key), ContentType="text/csv"
-        )
+        with _writing(store):
+            response = store.client.create_multipart_upload(
+                Bucket=store.bucket, Key=store.full(final_key), ContentType="text/csv"
+            )
         self.upload_id: str = response["UploadId"]
         self.key = f"multipart/{self.upload_id}/{final_key}"
         self._buffer = bytearray()
@@ -47,13 +73,14 @@ class S3TempObject:
 
     def _upload(self, body: bytes) -> None:
         number = len(self._parts) + 1
-        response = self.store.client.upload_part(
-            Bucket=self.store.bucket,
-            Key=self.store.full(self.final_key),
-            UploadId=self.upload_id,
-            PartNumber=number,
-            Body=body,
-        )
+        with _writing(self.store):
+            response = self.store.client.upload_part(
+                Bucket=self.store.bucket,
+                Key=self.store.full(self.final_key),
+                UploadId=self.upload_id,
+                PartNumber=number,
+                Body=body,
+            )
         self._parts.append({"PartNumber": number, "ETag": response["ETag"]})
 
     def publish(self) -> None:
@@ -62,13 +89,14 @@ class S3TempObject:
             self._upload(bytes(self._buffer))
             self._buffer.clear()
         try:
-            self.store.client.complete_multipart_upload(
-                Bucket=self.store.bucket,
-                Key=self.store.full(final_key),
-                UploadId=self.upload_id,
-                MultipartUpload={"Parts": self._parts},
-                IfNoneMatch="*",
-            )
+            with _writing(self.store):
+                self.store.client.complete_multipart_upload(
+                    Bucket=self.store.bucket,
+                    Key=self.store.full(final_key),
+                    UploadId=self.upload_id,
+                    MultipartUpload={"Parts": self._parts},
+                    IfNoneMatch="*",
+                )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
                 self.abort()
@@ -90,12 +118,17 @@ class S3ObjectStore:
         self.bucket = parsed.netloc
         self.prefix = parsed.path.strip("/")
         self.part_size = part_size
+        self.endpoint = options.get("endpoint_url", f"s3://{self.bucket}")
+        # Bounded waits, so an endpoint that stops answering is an outage within a minute or
+        # two, not a worker stuck for many (both are URL options: ?read_timeout=120).
         self.client = boto3.client(
             "s3",
             endpoint_url=options.get("endpoint_url"),
             region_name=options.get("region", "us-east-1"),
             config=Config(
-                retries={"max_attempts": 5, "mode": "standard"},
+                retries={"max_attempts": int(options.get("max_attempts", 3)), "mode": "standard"},
+                connect_timeout=float(options.get("connect_timeout", 10)),
+                read_timeout=float(options.get("read_timeout", 60)),
                 s3=cast(Any, {"addressing_style": options.get("addressing_style", "path")}),
             ),
         )

@@ -145,6 +145,16 @@ def open_source(config: SourceConfig) -> Source:
     raise ValueError(f"unsupported source URL {config.url!r}")
 
 
+def remove_leftovers() -> None:
+    """What sources leave behind when a process dies mid-export (DuckDB's FIFO folders)."""
+    import logging
+
+    from reportexport.sources.duckdb import remove_leftover_fifos
+
+    for folder in remove_leftover_fifos():
+        logging.getLogger("reportexport.sources").info("removed leftover %s", folder)
+
+
 def file_path(url: str, scheme: str) -> str:
     prefix = f"{scheme}:///"
     if not url.startswith(prefix):

@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -33,6 +34,7 @@ from reportexport.sources import (
 from reportexport.sqlparams import render
 
 CHUNK = 1 << 20
+FIFO_PREFIX = "reportexport-duckdb-"  # then the pid of the process that made the folder
 PIPE_SIZE = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
@@ -102,7 +104,7 @@ class DuckdbSource:
         con = self._connect(options)
         timer = StatementTimer(self.config.statement_timeout_seconds, con.interrupt)
         unregister = cancel.on_cancel(con.interrupt)
-        folder = tempfile.mkdtemp(prefix="reportexport-duckdb-")
+        folder = tempfile.mkdtemp(prefix=f"{FIFO_PREFIX}{os.getpid()}-")
         fifo = os.path.join(folder, "out.csv")
         os.mkfifo(fifo, 0o600)
         reader = _FifoReader(fifo, sink, on_failure=con.interrupt)
@@ -195,6 +197,31 @@ class _FifoReader(threading.Thread):
     def join(self, timeout: float | None = None) -> None:
         if self._began:
             super().join(timeout)
+
+
+def remove_leftover_fifos(folder: str | None = None) -> list[str]:
+    """Remove the FIFO folders of processes that are gone (a worker killed mid-export)."""
+    removed = []
+    base = folder or tempfile.gettempdir()
+    for entry in os.scandir(base):
+        if not (entry.is_dir(follow_symlinks=False) and entry.name.startswith(FIFO_PREFIX)):
+            continue
+        pid = entry.name[len(FIFO_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def _message(exc: BaseException) -> str:

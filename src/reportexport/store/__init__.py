@@ -15,6 +15,7 @@ from reportexport.graph import Graph
 from reportexport.records import (
     Claim,
     ClaimedEffect,
+    Heartbeat,
     Job,
     JobDetail,
     JobFilter,
@@ -38,6 +39,8 @@ from reportexport.store.errors import (
     SchemaMismatchError,
     StaleStatusError,
     StoreError,
+    StoreUnavailableError,
+    TransientStoreError,
     UnsupportedDatabaseError,
 )
 from reportexport.store.schema import SchemaStatus
@@ -48,6 +51,8 @@ __all__ = [
     "Database",
     "EffectStore",
     "GlobalEndpointExistsError",
+    "Heartbeat",
+    "Heartbeats",
     "Job",
     "JobDetail",
     "JobFilter",
@@ -65,6 +70,8 @@ __all__ = [
     "SchemaMismatchError",
     "StaleStatusError",
     "StoreError",
+    "StoreUnavailableError",
+    "TransientStoreError",
     "UnsupportedDatabaseError",
     "WebhookEndpoints",
     "open_database",
@@ -93,7 +100,17 @@ class JobStore(Protocol):
 class JobQueue(Protocol):
     """What workers do to jobs; every write is fenced by the lease token."""
 
-    def claim_jobs(self, worker: str, *, limit: int, lease_seconds: float) -> list[Claim]: ...
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str] = (),
+    ) -> list[Claim]:
+        """Up to `limit` queued jobs, oldest first, now running under new leases; jobs of
+        `excluded_sources` stay queued."""
+        ...
 
     def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease: ...
 
@@ -108,7 +125,13 @@ class JobQueue(Protocol):
         ...
 
     def finish_and_claim(
-        self, outcomes: Sequence[Outcome], *, worker: str, limit: int, lease_seconds: float
+        self,
+        outcomes: Sequence[Outcome],
+        *,
+        worker: str,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str] = (),
     ) -> tuple[list[bool], list[Claim]]:
         """`finish_jobs` and then `claim_jobs` in one transaction: one commit per job."""
         ...
@@ -202,7 +225,17 @@ class Users(Protocol):
     def job_downloads(self, job_id: int) -> list[tuple[str, datetime]]: ...
 
 
-class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Users, Protocol):
+class Heartbeats(Protocol):
+    """Each process's latest heartbeat."""
+
+    def beat(self, heartbeat: Heartbeat) -> None: ...
+
+    def heartbeats(self) -> list[Heartbeat]: ...
+
+    def forget_heartbeats(self, *, before: datetime) -> None: ...
+
+
+class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Users, Heartbeats, Protocol):
     """A backend plays both roles and can build and check its own schema."""
 
     url: str
@@ -214,17 +247,35 @@ class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Users, Protoco
     def close(self) -> None: ...
 
 
-def open_database(url: str, graph: Graph, *, check: bool = True) -> Database:
-    """Open the database at `url`; with `check`, refuse one not built from `graph`."""
+def open_database(
+    url: str,
+    graph: Graph,
+    *,
+    check: bool = True,
+    lock_timeout_seconds: float = 5.0,
+    statement_timeout_seconds: float = 60.0,
+    pool_size: int = 8,
+) -> Database:
+    """Open the database at `url`; with `check`, refuse one not built from `graph`.
+
+    No session waits longer than `lock_timeout_seconds` for a lock (SQLite: for the writer) or
+    `statement_timeout_seconds` for a statement (PostgreSQL).
+    """
     database: Database
     if url.startswith("sqlite:"):
         from reportexport.store.sqlite import SqliteDatabase
 
-        database = SqliteDatabase(url, graph)
+        database = SqliteDatabase(url, graph, lock_timeout_seconds=lock_timeout_seconds)
     elif url.startswith(("postgresql:", "postgres:")):
         from reportexport.store.postgres import PostgresDatabase
 
-        database = PostgresDatabase(url, graph)
+        database = PostgresDatabase(
+            url,
+            graph,
+            pool_size=pool_size,
+            lock_timeout_seconds=lock_timeout_seconds,
+            statement_timeout_seconds=statement_timeout_seconds,
+        )
     else:
         raise UnsupportedDatabaseError(
             f"unsupported database URL {url!r}: use sqlite:///path or postgresql://..."

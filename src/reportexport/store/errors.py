@@ -53,6 +53,12 @@ class StoreUnavailableError(StoreError):
     """The database cannot be reached."""
 
 
+class TransientStoreError(StoreUnavailableError):
+    """The database did not answer this time (connection lost, restarting, a lock or statement
+    timeout, busy): the same call may well succeed in a moment. Long-running loops retry these
+    with backoff instead of failing work."""
+
+
 def transition_error_in(message: str) -> TransitionError | None:
     """The graph's error hidden in a database error message, if there is one."""
     match = _GRAPH_CODE.search(message)

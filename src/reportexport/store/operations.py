@@ -35,6 +35,7 @@ from reportexport.store.errors import (
     StaleStatusError,
     StoreError,
 )
+from reportexport.store.heartbeats import HeartbeatQueries
 from reportexport.store.metrics import MetricsQueries
 from reportexport.store.rows import from_row
 
@@ -54,7 +55,7 @@ class Connection(Protocol):
     def execute(self, query: Any, params: Any = ...) -> Any: ...
 
 
-class SqlOperations(MetricsQueries):
+class SqlOperations(MetricsQueries, HeartbeatQueries):
     graph: Graph
     queries: Mapping[str, str]
 
@@ -67,6 +68,10 @@ class SqlOperations(MetricsQueries):
         raise NotImplementedError
 
     def _seconds(self, value: float) -> Any:
+        raise NotImplementedError
+
+    def _names(self, values: Sequence[str]) -> Any:
+        """A list of names as the dialect's queries take one (a JSON array, a text[])."""
         raise NotImplementedError
 
     def _finish_rows(self, conn: Connection, params: list[dict[str, Any]]) -> list[bool]:
@@ -189,16 +194,33 @@ class SqlOperations(MetricsQueries):
 
     # -- JobQueue -----------------------------------------------------------------------------
 
-    def claim_jobs(self, worker: str, *, limit: int, lease_seconds: float) -> list[Claim]:
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str] = (),
+    ) -> list[Claim]:
         with self._transaction(write=True) as conn:
-            return self._claim(conn, worker, limit, lease_seconds)
+            return self._claim(conn, worker, limit, lease_seconds, excluded_sources)
 
     def _claim(
-        self, conn: Connection, worker: str, limit: int, lease_seconds: float
+        self,
+        conn: Connection,
+        worker: str,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str] = (),
     ) -> list[Claim]:
         if limit < 1:
             return []
-        params = {"worker": worker, "limit": limit, "lease": self._seconds(lease_seconds)}
+        params = {
+            "worker": worker,
+            "limit": limit,
+            "lease": self._seconds(lease_seconds),
+            "excluded_sources": self._names(excluded_sources),
+        }
         rows = self._run(conn, "claim_jobs", params).fetchall()
         jobs = sorted((self._job_from(row) for row in rows), key=lambda job: job.id)
         return [Claim(lease=_lease_of(job, worker), job=job) for job in jobs]
@@ -236,7 +258,13 @@ class SqlOperations(MetricsQueries):
         return self.finish_and_claim(outcomes, worker="", limit=0, lease_seconds=0)[0]
 
     def finish_and_claim(
-        self, outcomes: Sequence[Outcome], *, worker: str, limit: int, lease_seconds: float
+        self,
+        outcomes: Sequence[Outcome],
+        *,
+        worker: str,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str] = (),
     ) -> tuple[list[bool], list[Claim]]:
         for outcome in outcomes:
             check_transition("running", outcome.to_status, "worker", graph=self.graph)
@@ -246,7 +274,7 @@ class SqlOperations(MetricsQueries):
                 if outcomes
                 else []
             )
-            return finished, self._claim(conn, worker, limit, lease_seconds)
+            return finished, self._claim(conn, worker, limit, lease_seconds, excluded_sources)
 
     def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
         params = {"worker": worker, "grace": self._seconds(-grace_seconds)}

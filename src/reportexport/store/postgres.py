@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,13 +18,14 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import postgres_graph_sql
 from reportexport.store.errors import (
     StoreError,
     StoreUnavailableError,
+    TransientStoreError,
     transition_error_in,
 )
 from reportexport.store.operations import SqlOperations
@@ -44,8 +46,10 @@ UPGRADE_LOCK = 0x7265706F7274  # pg_advisory_xact_lock key: one upgrade at a tim
 OWNER_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
 CANCEL_ATTEMPTS = 5
 SERVICE_GRANTS = (
-    ("SELECT, INSERT, UPDATE", ("jobs",)),
+    ("SELECT, INSERT, UPDATE", ("jobs", "users", "webhook_endpoints", "webhook_deliveries")),
     ("SELECT, UPDATE", ("job_side_effects",)),
+    ("SELECT, INSERT", ("job_downloads",)),
+    ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats",)),
     (
         "SELECT",
         ("job_history", "job_states", "job_transitions", "job_state_effects", "reportexport_meta"),
@@ -58,12 +62,26 @@ class PostgresDatabase(SqlOperations):
     queries = SQL
 
     def __init__(
-        self, url: str, graph: Graph, *, pool_size: int = 8, connect_timeout: float = 10.0
+        self,
+        url: str,
+        graph: Graph,
+        *,
+        pool_size: int = 8,
+        connect_timeout: float = 10.0,
+        lock_timeout_seconds: float = 5.0,
+        statement_timeout_seconds: float = 60.0,
     ) -> None:
         self.url = url
         self.graph = graph
+        self.connect_timeout = max(1, round(connect_timeout))
+        # Every session waits at most this long for a row lock or a statement, so a process
+        # paused inside a transaction cannot stall the others behind it.
+        self.session_options = (
+            f"-c lock_timeout={int(lock_timeout_seconds * 1000)} "
+            f"-c statement_timeout={int(statement_timeout_seconds * 1000)}"
+        )
         try:  # fail fast with the driver's reason rather than let the pool retry quietly
-            psycopg.connect(url, connect_timeout=max(1, round(connect_timeout))).close()
+            psycopg.connect(url, connect_timeout=self.connect_timeout).close()
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(
                 f"cannot connect to PostgreSQL at {redact(url)}: {str(exc).strip()}"
@@ -72,9 +90,18 @@ class PostgresDatabase(SqlOperations):
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"row_factory": dict_row},
+            kwargs={
+                "row_factory": dict_row,
+                "options": self.session_options,
+                "connect_timeout": self.connect_timeout,
+            },
             connection_class=psycopg.Connection[dict[str, Any]],
             name="reportexport",
+            # A connection is checked as it leaves the pool: after a restart, the dead ones
+            # are replaced instead of failing the first transaction that gets them.
+            check=ConnectionPool.check_connection,
+            timeout=self.connect_timeout,
+            reconnect_timeout=24 * 3600,
             open=True,
         )
         self._listener: psycopg.Connection[Any] | None = None
@@ -87,7 +114,9 @@ class PostgresDatabase(SqlOperations):
             with self.pool.connection() as conn:
                 yield conn
         except psycopg.Error as exc:
-            raise transition_error_in(str(exc)) or exc from exc
+            raise _translated(exc) from exc
+        except PoolTimeout as exc:
+            raise TransientStoreError(f"no connection to the job store: {exc}") from exc
 
     def close(self) -> None:
         with self._listener_lock:
@@ -117,6 +146,7 @@ class PostgresDatabase(SqlOperations):
     def upgrade(self) -> SchemaStatus:
         """Apply pending migrations, then the graph if the fixture changed; one transaction."""
         with self._tx() as conn:
+            conn.execute("SET LOCAL statement_timeout = 0")  # a migration may take its time
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
             meta = self._meta(conn)
             version = int(meta.get(SCHEMA_VERSION_KEY, 0))
@@ -173,6 +203,9 @@ class PostgresDatabase(SqlOperations):
     def _json(self, value: Any) -> Jsonb:
         return Jsonb(value)
 
+    def _names(self, values: Any) -> list[str]:
+        return list(values)
+
     def _seconds(self, value: float) -> float:
         return value
 
@@ -191,13 +224,27 @@ class PostgresDatabase(SqlOperations):
         conn.execute(OWNER_LOCK, (owner,))
 
     def wait_for_change(self, timeout: float) -> bool:
-        """Wait for a NOTIFY from the job triggers; a hint only, so callers poll as well."""
+        """Wait for a NOTIFY from the job triggers; a hint only, so callers poll as well.
+
+        The listening connection is its own; when it drops (a restart, a failover) it is
+        opened again, with its LISTEN, on the next call, and this call just waits out its time.
+        """
+        started = time.monotonic()
         with self._listener_lock:
-            if self._listener is None or self._listener.closed:
-                self._listener = psycopg.connect(self.url, autocommit=True)
-                self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            for _ in self._listener.notifies(timeout=timeout, stop_after=1):
-                return True
+            try:
+                if self._listener is None or self._listener.closed:
+                    self._listener = psycopg.connect(
+                        self.url, autocommit=True, connect_timeout=self.connect_timeout
+                    )
+                    self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                    return True
+                return False
+            except psycopg.Error:
+                if self._listener is not None:
+                    self._listener.close()
+                self._listener = None
+        time.sleep(max(0.0, timeout - (time.monotonic() - started)))
         return False
 
     # -- EffectsQueries hooks ------------------------------------------------------------------
@@ -206,3 +253,15 @@ class PostgresDatabase(SqlOperations):
         return moment
 
     # -- helpers ---------------------------------------------------------------------------
+
+
+def _translated(exc: psycopg.Error) -> Exception:
+    graph_error = transition_error_in(str(exc))
+    if graph_error is not None:
+        return graph_error
+    # Connection lost or refused, a server shutting down, a lock or statement timeout, a
+    # serialisation failure: all OperationalError or its SQLSTATE classes 08, 57, 55P03, 40.
+    state = exc.sqlstate or ""
+    if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57", "40", "55P03")):
+        return TransientStoreError(f"the job store did not answer: {str(exc).strip()}")
+    return exc

@@ -8,6 +8,7 @@ the `sqlite3` shell included.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -19,9 +20,7 @@ from typing import Any
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import sqlite_graph_sql
-from reportexport.store.errors import (
-    transition_error_in,
-)
+from reportexport.store.errors import TransientStoreError, transition_error_in
 from reportexport.store.operations import SqlOperations
 from reportexport.store.queries import load_queries, migration_files
 from reportexport.store.schema import (
@@ -53,9 +52,10 @@ class SqliteDatabase(SqlOperations):
     text_encoded = True
     queries = SQL
 
-    def __init__(self, url: str, graph: Graph) -> None:
+    def __init__(self, url: str, graph: Graph, *, lock_timeout_seconds: float = 30.0) -> None:
         self.url = url
         self.graph = graph
+        self.lock_timeout_seconds = lock_timeout_seconds
         self.path = sqlite_path(url)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -67,8 +67,12 @@ class SqliteDatabase(SqlOperations):
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
+            # SQLite's busy timeout is its lock timeout: how long a write waits for the writer.
             conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.lock_timeout_seconds,
             )
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode = WAL")
@@ -82,7 +86,10 @@ class SqliteDatabase(SqlOperations):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise _translated(exc) from exc
         try:
             yield conn
         except sqlite3.DatabaseError as exc:
@@ -160,6 +167,9 @@ class SqliteDatabase(SqlOperations):
     def _json(self, value: Any) -> str:
         return json.dumps(value, sort_keys=True)
 
+    def _names(self, values: Any) -> str:
+        return json.dumps(list(values))
+
     def _seconds(self, value: float) -> str:
         return _seconds(value)
 
@@ -201,4 +211,14 @@ def _read(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 def _translated(exc: sqlite3.DatabaseError) -> Exception:
-    return transition_error_in(str(exc)) or exc
+    graph_error = transition_error_in(str(exc))
+    if graph_error is not None:
+        return graph_error
+    if isinstance(exc, sqlite3.OperationalError) and _TRANSIENT.search(str(exc)):
+        return TransientStoreError(f"the job store is busy or unreadable: {exc}")
+    return exc
+
+
+# The only SQLite errors that a retry may cure: a writer holding the lock past the busy
+# timeout, and I/O that failed (a full or vanished volume).
+_TRANSIENT = re.compile(r"database (table )?is locked|disk I/O error|unable to open")

@@ -10,7 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from reportexport.api.deps import Parts
 from reportexport.api.metrics import StoreCollector, metrics_text
-from reportexport.api.models import Health
+from reportexport.api.models import Health, Readiness
 
 router = APIRouter(tags=["health"])
 
@@ -22,21 +22,23 @@ def healthz() -> Health:
 
 @router.get(
     "/readyz",
-    response_model=Health,
+    response_model=Readiness,
     operation_id="readyz",
-    responses={503: {"model": Health, "description": "Not ready: the job store is not current"}},
+    responses={503: {"model": Readiness, "description": "Not ready: the job store is not current"}},
 )
-def readyz(parts: Parts, response: Response) -> Health:
+def readyz(parts: Parts, response: Response) -> Readiness:
+    """Ready when the job store answers and is current (503 otherwise); what else of the
+    process is failing and being retried is listed, without taking the API out of service."""
     ready = parts.ready()
     if not ready:
         response.status_code = 503
-    return Health(healthy=ready)
+    return Readiness(healthy=ready, degraded=parts.troubles())
 
 
 @router.get("/metrics", response_class=PlainTextResponse, operation_id="metrics")
 def metrics(parts: Parts) -> PlainTextResponse:
     registry = CollectorRegistry()
-    registry.register(StoreCollector(parts.metrics, parts.graph))
+    registry.register(StoreCollector(parts.metrics, parts.graph, parts.heartbeats))
     return PlainTextResponse(metrics_text(registry), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -44,10 +44,13 @@ SELECT * FROM jobs
  LIMIT %(limit)s;
 
 -- claim_jobs --
--- Move up to %(limit)s queued jobs, oldest first, to running under a new lease token.
+-- Move up to %(limit)s queued jobs, oldest first, to running under a new lease token; jobs of
+-- the sources in %(excluded_sources)s (sources the worker has paused) stay queued.
 -- The CTE locks first: an IN (subquery) can be re-run by the planner and claim more.
 WITH picked AS (
-    SELECT id FROM jobs WHERE status = 'queued' ORDER BY id
+    SELECT id FROM jobs
+     WHERE status = 'queued' AND source <> ALL(%(excluded_sources)s::text[])
+     ORDER BY id
      LIMIT %(limit)s FOR UPDATE SKIP LOCKED
 )
 UPDATE jobs j
@@ -99,16 +102,23 @@ UPDATE jobs
 RETURNING id;
 
 -- reap_expired --
--- Fail every running job whose lease expired more than the grace period ago
--- (the grace parameter is negative: that many seconds before now).
-UPDATE jobs
+-- Fail every running job whose lease expired more than the grace period ago (the grace
+-- parameter is negative: that many seconds before now). A row another transaction holds locked
+-- is skipped, not waited for: the reaper must never stall behind a paused process.
+WITH expired AS (
+    SELECT id FROM jobs
+     WHERE status = 'running'
+       AND lease_expires_at < clock_timestamp() + make_interval(secs => %(grace)s)
+     FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j
    SET status = 'failed', change_actor = 'worker', change_worker = %(worker)s,
        change_reason = 'lease_expired', error_code = 'lease_expired',
        error_message = 'the worker running this export stopped renewing its lease',
        lease_expires_at = NULL
- WHERE status = 'running'
-   AND lease_expires_at < clock_timestamp() + make_interval(secs => %(grace)s)
-RETURNING id;
+  FROM expired
+ WHERE j.id = expired.id
+RETURNING j.id;
 
 -- claim_side_effects --
 -- Claim up to %(limit)s due side-effect rows for a runner under a new claim token.
@@ -265,3 +275,25 @@ RETURNING id;
 -- job_downloads --
 -- A job's downloads, oldest first.
 SELECT person, at FROM job_downloads WHERE job_id = %(job_id)s ORDER BY id;
+
+-- beat --
+-- A process's heartbeat: fixed fields only, one row per process, replaced at each beat.
+INSERT INTO heartbeats (process, host, pid, kind, started_at, seen_at, active_jobs, last_claim_at,
+                        claims_paused_until, pause_reason, paused_sources)
+VALUES (%(process)s, %(host)s, %(pid)s, %(kind)s, %(started_at)s, clock_timestamp(),
+        %(active_jobs)s, %(last_claim_at)s, %(claims_paused_until)s, %(pause_reason)s,
+        %(paused_sources)s)
+ON CONFLICT (process) DO UPDATE
+   SET seen_at = excluded.seen_at, active_jobs = excluded.active_jobs,
+       last_claim_at = excluded.last_claim_at,
+       claims_paused_until = excluded.claims_paused_until,
+       pause_reason = excluded.pause_reason, paused_sources = excluded.paused_sources;
+
+-- heartbeats --
+-- Every process's last heartbeat, most recently seen first, with its age in seconds.
+SELECT *, extract(epoch FROM clock_timestamp() - seen_at) AS age_seconds
+  FROM heartbeats ORDER BY seen_at DESC;
+
+-- forget_heartbeats --
+-- Drop the rows of processes not seen since a moment (they stopped long ago).
+DELETE FROM heartbeats WHERE seen_at < %(before)s;

@@ -43,7 +43,8 @@ SELECT * FROM jobs
  LIMIT :limit;
 
 -- claim_jobs --
--- Move up to :limit queued jobs, oldest first, to running under a new lease token.
+-- Move up to :limit queued jobs, oldest first, to running under a new lease token; jobs of the
+-- sources in :excluded_sources (a JSON array: sources the worker has paused) stay queued.
 -- RETURNING shows the row before the AFTER trigger clears the intent; a Job has no intent.
 UPDATE jobs
    SET status = 'running', change_actor = 'worker', change_worker = :worker,
@@ -51,7 +52,10 @@ UPDATE jobs
        lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lease),
        started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
        updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
- WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT :limit)
+ WHERE id IN (SELECT id FROM jobs
+               WHERE status = 'queued'
+                 AND source NOT IN (SELECT value FROM json_each(:excluded_sources))
+               ORDER BY id LIMIT :limit)
 RETURNING *;
 
 -- extend_lease --
@@ -94,7 +98,8 @@ UPDATE jobs
 RETURNING id;
 
 -- reap_expired --
--- Fail every running job whose lease expired more than the grace period ago.
+-- Fail every running job whose lease expired more than the grace period ago (SQLite has one
+-- writer, so no row can be locked by another transaction meanwhile).
 UPDATE jobs
    SET status = 'failed', change_actor = 'worker', change_worker = :worker,
        change_reason = 'lease_expired', error_code = 'lease_expired',
@@ -254,3 +259,24 @@ RETURNING id;
 -- job_downloads --
 -- A job's downloads, oldest first.
 SELECT person, at FROM job_downloads WHERE job_id = :job_id ORDER BY id;
+
+-- beat --
+-- A process's heartbeat: fixed fields only, one row per process, replaced at each beat.
+INSERT INTO heartbeats (process, host, pid, kind, started_at, seen_at, active_jobs, last_claim_at,
+                        claims_paused_until, pause_reason, paused_sources)
+VALUES (:process, :host, :pid, :kind, :started_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+        :active_jobs, :last_claim_at, :claims_paused_until, :pause_reason, :paused_sources)
+ON CONFLICT (process) DO UPDATE
+   SET seen_at = excluded.seen_at, active_jobs = excluded.active_jobs,
+       last_claim_at = excluded.last_claim_at,
+       claims_paused_until = excluded.claims_paused_until,
+       pause_reason = excluded.pause_reason, paused_sources = excluded.paused_sources;
+
+-- heartbeats --
+-- Every process's last heartbeat, most recently seen first, with its age in seconds.
+SELECT *, (julianday('now') - julianday(seen_at)) * 86400 AS age_seconds
+  FROM heartbeats ORDER BY seen_at DESC;
+
+-- forget_heartbeats --
+-- Drop the rows of processes not seen since a moment (they stopped long ago).
+DELETE FROM heartbeats WHERE seen_at < :before;

@@ -1,0 +1,113 @@
+"""Pacing claims by the health of what exports need: the object store and each source.
+
+An export that fails because its object store refused a write or its source could not be
+reached is an infrastructure failure, not a fault of the job. After `limit` such failures in a
+row against one dependency, claiming the jobs that need it pauses (the rest of the queue waits
+as it is, `queued`) and the dependency is probed with backoff; the first probe that succeeds
+resumes claiming. While failures are counting up, claims are held so that no more than `limit`
+jobs can fail against one dependency even if every export in flight fails too.
+
+Pure logic with an injected clock; the worker does the I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from reportexport.records import PauseReason
+
+STORAGE = ""  # the key of the object store; sources are keyed by name (never empty)
+
+
+@dataclass
+class _Health:
+    failures: int = 0
+    paused_since: float | None = None
+    probe_at: float = 0.0
+    probe_delay: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimPlan:
+    limit: int
+    excluded_sources: tuple[str, ...]
+
+
+class Pacing:
+    def __init__(
+        self,
+        *,
+        limit: int = 3,
+        first_probe_seconds: float = 1.0,
+        max_probe_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        self.first_probe_seconds = first_probe_seconds
+        self.max_probe_seconds = max_probe_seconds
+        self.clock = clock
+        self._health: dict[str, _Health] = {}
+        self._lock = threading.Lock()  # exports end on their own threads
+
+    def failed(self, key: str) -> None:
+        """An export failed against `key`: one more in a row; at `limit`, pause."""
+        with self._lock:
+            health = self._health.setdefault(key, _Health())
+            health.failures += 1
+            if health.failures >= self.limit and health.paused_since is None:
+                health.paused_since = self.clock()
+                health.probe_delay = self.first_probe_seconds
+                health.probe_at = health.paused_since + health.probe_delay
+
+    def succeeded(self, key: str) -> None:
+        """An export (or a probe) went through `key`: its count starts again."""
+        with self._lock:
+            self._health.pop(key, None)
+
+    def probe_failed(self, key: str) -> None:
+        with self._lock:
+            health = self._health[key]
+            health.probe_delay = min(health.probe_delay * 2, self.max_probe_seconds)
+            health.probe_at = self.clock() + health.probe_delay
+
+    def due_probes(self) -> list[str]:
+        now = self.clock()
+        return [key for key, probe_at in self.paused().items() if probe_at <= now]
+
+    def paused(self) -> dict[str, float]:
+        """Each paused dependency and when it is next probed (monotonic seconds)."""
+        with self._lock:
+            return {k: h.probe_at for k, h in self._health.items() if h.paused_since is not None}
+
+    @property
+    def pause_reason(self) -> PauseReason | None:
+        paused = self.paused()
+        if STORAGE in paused:
+            return "storage_unavailable"
+        return "source_unavailable" if paused else None
+
+    def plan(self, free: int, in_flight: Mapping[str, int]) -> ClaimPlan:
+        """How many jobs may be claimed now, and of which sources not, given the exports in
+        flight per source."""
+        with self._lock:
+            storage = self._health.get(STORAGE)
+            limit = free
+            if storage is not None and storage.paused_since is not None:
+                limit = 0
+            elif storage is not None:  # even if every export in flight fails, stay within
+                limit = self.limit - storage.failures - sum(in_flight.values())
+            excluded = tuple(
+                sorted(
+                    key
+                    for key, health in self._health.items()
+                    if key != STORAGE
+                    and (
+                        health.paused_since is not None
+                        or health.failures + in_flight.get(key, 0) >= self.limit
+                    )
+                )
+            )
+        return ClaimPlan(limit=max(0, min(free, limit)), excluded_sources=excluded)
