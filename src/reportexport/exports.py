@@ -173,7 +173,7 @@ def run_export(
         rows=exported.rows,
         bytes=sink.object_bytes,
         sha256=sha256,
-        columns=exported.columns,
+        columns=tuple(c.name for c in exported.columns),
         file_name=spec.file_name,
     )
 
