@@ -141,6 +141,7 @@ class Staged:
     bytes: int
     sha256: str
     columns: tuple[str, ...]
+    column_types: tuple[str, ...]
     file_name: str
 
 
@@ -174,6 +175,7 @@ def run_export(
         bytes=sink.object_bytes,
         sha256=sha256,
         columns=tuple(c.name for c in exported.columns),
+        column_types=tuple(c.type_name for c in exported.columns),
         file_name=spec.file_name,
     )
 

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from reportexport.catalog import Catalog
+from reportexport.csvformat import DIALECT_VERSION
 from reportexport.exports import LimitExceededError, ObjectSink, job_spec, run_export
 from reportexport.objects import ObjectExistsError, ObjectStore, TempObject, final_key
 from reportexport.sources import (
@@ -177,6 +178,8 @@ class Worker:
                 bytes=staged.bytes,
                 rows=staged.rows,
                 columns=staged.columns,
+                column_types=staged.column_types,
+                dialect_version=DIALECT_VERSION,
                 file_name=staged.file_name,
                 expires_in_seconds=self.settings.retention_seconds,
             )

@@ -80,7 +80,9 @@ UPDATE jobs
        change_reason = %(reason)s, error_code = %(error_code)s,
        error_message = %(error_message)s, object_key = %(object_key)s,
        object_sha256 = %(object_sha256)s, object_bytes = %(object_bytes)s,
-       object_rows = %(object_rows)s, columns = %(columns)s::jsonb, file_name = %(file_name)s,
+       object_rows = %(object_rows)s, columns = %(columns)s::jsonb,
+       column_types = %(column_types)s::jsonb, dialect_version = %(dialect_version)s,
+       file_name = %(file_name)s,
        object_expires_at = clock_timestamp() + make_interval(secs => %(expires)s),
        lease_expires_at = NULL
  WHERE id = %(id)s AND lease_token = %(token)s AND status = 'running'
