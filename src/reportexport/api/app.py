@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import httpx
 from fastapi import Depends, FastAPI, Header, Query, Request, Response
 from fastapi import Path as PathParam
-from fastapi.responses import PlainTextResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from reportexport import __version__
@@ -19,6 +19,7 @@ from reportexport.api import problems
 from reportexport.api.metrics import StoreCollector, metrics_text
 from reportexport.api.models import (
     PROBLEM_RESPONSES,
+    CsvSchemaOut,
     ExportIn,
     Health,
     JobDetailOut,
@@ -34,6 +35,7 @@ from reportexport.api.models import (
 from reportexport.api.problems import ProblemError
 from reportexport.api.ui import install_ui
 from reportexport.catalog import Catalog
+from reportexport.csvschema import file_schema, schema_file_name
 from reportexport.downloads import download_for
 from reportexport.exports import new_export
 from reportexport.graph import Graph
@@ -237,6 +239,21 @@ def create_app(services: Services) -> FastAPI:
             raise ProblemError(410, "Gone", answer.detail)
         db.record_download(job_id, user.name)
         return RedirectResponse(str(answer.url), status_code=302)
+
+    @app.get(
+        "/api/exports/{job_id}/schema",
+        response_model=CsvSchemaOut,
+        tags=["exports"],
+        responses={409: {}},
+    )
+    def export_schema(job_id: JobIdIn, user: CurrentUser) -> JSONResponse:
+        """The small JSON schema next to the CSV: dialect, column names and types."""
+        job = visible_job(job_id, user).job
+        schema = file_schema(job)
+        if schema is None:
+            raise ProblemError(409, "No file", f"job {job.id} is {job.status}: there is no file")
+        name = schema_file_name(job.file_name or f"export-{job.id}.csv")
+        return JSONResponse(schema, headers={"Content-Disposition": f'inline; filename="{name}"'})
 
     @app.get("/api/downloads/{token}", tags=["exports"], responses={403: {}, 410: {}})
     def serve_download(token: str, request: Request) -> StreamingResponse:
