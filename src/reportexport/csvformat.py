@@ -179,7 +179,7 @@ def _column_expr(ref: str, column: Column, options: CsvOptions, dialect: str) ->
     if kind == "float":
         return _postgres_float(ref, column) if dialect == "postgres" else _duckdb_float(ref)
     if kind in ("timestamp", "timestamptz"):
-        digits = column.precision if column.precision is not None else 6
+        digits = DEFAULT_TIMESTAMP_PRECISION if column.precision is None else column.precision
         zoned = kind == "timestamptz"
         if dialect == "postgres":
             return _postgres_timestamp(ref, digits, zoned=zoned)
