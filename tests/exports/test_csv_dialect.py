@@ -427,3 +427,38 @@ def test_new_options_leave_the_content_hash_of_other_queries_alone() -> None:
     }
     marked = CsvOptions(null_marker="\\N", timestamp_precision=3)
     assert CsvOptions(**marked.to_json()) == marked
+
+
+def test_duckdb_types_carry_their_digits(sources_dir: Path) -> None:
+    source = open_source(SourceConfig(name="s", url=f"duckdb:///{sources_dir / 'typed.duckdb'}"))
+    sink = Buffer()
+    sql = (
+        "SELECT CAST('2024-01-01 10:00:00.123456789' AS TIMESTAMP_NS) AS ns, "
+        "CAST(1 AS HUGEINT) AS huge, CAST(1.5 AS REAL) AS r, CAST(2 AS DECIMAL(4,1)) AS d, "
+        "CAST('2024-01-01 10:00:00' AS TIMESTAMP_S) AS s, CAST('10:00' AS TIME) AS clock"
+    )
+    exported = source.export(sql, {}, CsvOptions(), sink, CancelToken())
+    assert [c.type_name for c in exported.columns] == [
+        "timestamp(9)", "integer", "float", "decimal(4,1)", "timestamp(0)", "text"
+    ]  # fmt: skip
+    assert bytes(sink.data).splitlines()[1] == (
+        b"2024-01-01T10:00:00.123456789,1,1.5,2.0,2024-01-01T10:00:00,10:00:00"
+    )
+
+
+def test_postgres_types_carry_their_typmods(typed_postgres: str) -> None:
+    source = open_source(SourceConfig(name="s", url=typed_postgres))
+    sink = Buffer()
+    sql = (
+        "SELECT CAST(1.50 AS numeric) AS n, CAST(1.5 AS real) AS r, "
+        "CAST('2024-01-01 10:00:00.7' AS timestamp(0)) AS s, "
+        "CAST('2024-01-01 10:00:00.125+00' AS timestamptz(2)) AS z, CAST(1 AS smallint) AS i"
+    )
+    exported = source.export(sql, {}, CsvOptions(), sink, CancelToken())
+    assert [c.type_name for c in exported.columns] == [
+        "decimal", "float", "timestamp(0)", "timestamptz(2)", "integer"
+    ]  # fmt: skip
+    assert (
+        bytes(sink.data).splitlines()[1]
+        == b"1.50,1.5,2024-01-01T10:00:01,2024-01-01T10:00:00.13+00,1"
+    )

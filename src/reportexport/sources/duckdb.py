@@ -61,7 +61,9 @@ def column_of(name: str, type_name: str) -> Column:
         return Column(name, "timestamptz", 6)
     if upper.startswith("TIMESTAMP"):
         return Column(name, "timestamp", _TIMESTAMP_DIGITS.get(upper, 6))
-    return Column(name, "text")
+    if upper == "VARCHAR":
+        return Column(name, "text")
+    return Column(name, "other")  # TIME, UUID, INTERVAL, lists...: written as their text
 
 
 class DuckdbSource:
