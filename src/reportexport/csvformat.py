@@ -286,6 +286,7 @@ def render_value(value: Any, options: CsvOptions) -> str | None:
 
 
 def render_float(value: float) -> str:
+    """Python's shortest round-trip text (DuckDB's too), with NaN, inf and -inf."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
