@@ -84,9 +84,7 @@ class ThrowawayCluster:
     def pg_ctl_run(self, *args: str) -> None:
         """`pg_ctl ACTION` on this cluster (as the postgres user when we are root)."""
         assert self.pg_ctl is not None
-        options = (
-            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off"
-        )
+        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off"
         subprocess.run(
             [*self.prefix, self.pg_ctl, "-D", str(self.directory / "data"), "-o", options, "-w",
              "-l", str(self.directory / "log"), *args],

@@ -179,6 +179,7 @@ class Staged:
     bytes: int
     sha256: str
     columns: tuple[str, ...]
+    column_types: tuple[str, ...]
     file_name: str
 
 
@@ -211,7 +212,8 @@ def run_export(
         rows=exported.rows,
         bytes=sink.object_bytes,
         sha256=sha256,
-        columns=exported.columns,
+        columns=tuple(c.name for c in exported.columns),
+        column_types=tuple(c.type_name for c in exported.columns),
         file_name=spec.file_name,
     )
 

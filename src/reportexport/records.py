@@ -67,6 +67,8 @@ class Job:
     object_bytes: int | None
     object_rows: int | None
     columns: Sequence[str] | None
+    column_types: Sequence[str] | None
+    dialect_version: int | None
     file_name: str | None
     object_expires_at: datetime | None
     error_code: str | None
@@ -213,6 +215,8 @@ class PublishedObject:
     columns: Sequence[str]
     file_name: str
     expires_in_seconds: float | None
+    column_types: Sequence[str] = ()
+    dialect_version: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from reportexport.catalog import Catalog
+from reportexport.csvformat import DIALECT_VERSION
 from reportexport.exports import LimitExceededError, ObjectSink, job_spec, run_export
 from reportexport.job_status import FAIL, SUCCEED
 from reportexport.loops import Supervisor
@@ -348,6 +349,8 @@ class Worker:
                 bytes=staged.bytes,
                 rows=staged.rows,
                 columns=staged.columns,
+                column_types=staged.column_types,
+                dialect_version=DIALECT_VERSION,
                 file_name=staged.file_name,
                 expires_in_seconds=self.settings.retention_seconds,
             )

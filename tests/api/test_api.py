@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from reportexport.catalog import Catalog
 from reportexport.composition import Runtime
+from reportexport.csvformat import DIALECT_VERSION
 from reportexport.links import sign_download
 from reportexport.objects import ObjectStore
 from reportexport.settings import Settings
@@ -217,10 +218,41 @@ def test_a_finished_export_downloads_through_a_signed_link(api: dict[str, Any]) 
     assert (rerun.status_code, rerun.json()["rerun_of"]) == (201, job_id)
 
 
+def test_a_finished_export_offers_its_schema_next_to_the_csv(api: dict[str, Any]) -> None:
+    """The job and the schema name every column's type, so a reader can be told them."""
+    client, db = api["client"], api["db"]
+    job_id = create(api).json()["id"]
+    worker = Worker(db, api["catalog"], api["objects"], WorkerSettings(poll_seconds=0.1))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60
+        while db.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        worker.stop(grace_seconds=0)
+    job = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()["job"]
+    assert job["dialect_version"] == DIALECT_VERSION
+    assert job["column_types"] == ["integer", "text", "text", "decimal(10,2)"]
+    response = client.get(f"/api/exports/{job_id}/schema", headers=auth(api, "alice"))
+    assert response.status_code == 200
+    assert response.headers["content-disposition"] == (
+        f'inline; filename="products-{job_id}.schema.json"'
+    )
+    schema = response.json()
+    assert schema["columns"] == [
+        {"name": name, "type": kind}
+        for name, kind in zip(job["columns"], job["column_types"], strict=True)
+    ]
+    assert (schema["file_name"], schema["rows"]) == (job["file_name"], job["rows"])
+    assert (schema["delimiter"], schema["null"], schema["dialect_version"]) == (",", "", 2)
+
+
 def test_a_download_before_the_file_exists_is_409(api: dict[str, Any]) -> None:
     job_id = create(api).json()["id"]
     response = api["client"].get(f"/api/exports/{job_id}/download", headers=auth(api, "alice"))
     assert response.status_code == 409
+    schema = api["client"].get(f"/api/exports/{job_id}/schema", headers=auth(api, "alice"))
+    assert schema.status_code == 409
 
 
 def test_the_openapi_status_enum_is_the_fixtures(api: dict[str, Any]) -> None:

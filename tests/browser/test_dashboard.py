@@ -134,6 +134,9 @@ def test_export_progress_download(page: Any, service: dict[str, Any]) -> None:
     with page.expect_download() as download:
         page.click("a:has-text('Download')")
     assert download.value.suggested_filename.startswith("orders_by_day-")
+    schema = page.request.get(str(page.get_attribute("#schema", "href")))
+    assert schema.ok
+    assert {"name": "order_id", "type": "integer"} in schema.json()["columns"]
     page.goto("/jobs")
     assert "succeeded" in page.text_content("#jobs")
     shot(page, "export-progress-download")

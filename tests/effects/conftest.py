@@ -80,6 +80,7 @@ def succeeded_job(db: Database, objects: ObjectStore, owner: str = "alice") -> i
     published = PublishedObject(
         key=key, sha256=hashlib.sha256(b"a,b\n1,2\n").hexdigest(), bytes=8, rows=1,
         columns=("a", "b"), file_name="orders.csv", expires_in_seconds=3600,
+        column_types=("integer", "text"), dialect_version=2,
     )  # fmt: skip
     assert db.finish_jobs([Outcome(lease=claim.lease, to_status="succeeded", published=published)])
     return job.id

@@ -39,6 +39,7 @@ def test_a_succeeded_export_sends_one_signed_event_to_the_owner_and_the_global_e
             job_id, "succeeded", 1, 8
         )  # fmt: skip
         assert data["columns"] == ["a", "b"]
+        assert (data["column_types"], data["dialect_version"]) == (["integer", "text"], 2)
         assert data["file_name"] == "orders.csv"
         assert data["download_url"].startswith("http://127.0.0.1:8000/api/downloads/")
         assert data["download_expires_at"]

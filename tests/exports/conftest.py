@@ -22,6 +22,7 @@ from reportexport.demo import build_demo_database
 from reportexport.objects import ObjectStore, open_object_store
 from reportexport.objects.s3 import S3ObjectStore
 from reportexport.store import Database, open_database
+from tests.exports import reader_table
 from tests.store.conftest import (  # noqa: F401 - fixtures shared with the store suite
     GRAPH,
     empty_postgres_url,
@@ -61,12 +62,16 @@ def typed_rows() -> list[tuple[Any, ...]]:
 
 @pytest.fixture(scope="session")
 def sources_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small demo DuckDB and the typed table in DuckDB and SQLite files."""
+    """A small demo DuckDB, the typed table in DuckDB and SQLite files, and the reader
+    matrix's table in DuckDB."""
     folder = tmp_path_factory.mktemp("sources")
     build_demo_database(folder / "demo.duckdb", rows=5_000)
     con = duckdb.connect(str(folder / "typed.duckdb"))
     con.execute(f"CREATE TABLE typed ({TYPED_COLUMNS.replace('DOUBLE PRECISION', 'DOUBLE')})")
     con.executemany("INSERT INTO typed VALUES (?, ?, ?, ?, ?, ?, ?, ?)", typed_rows())
+    con.execute(f"CREATE TABLE readers ({reader_table.duckdb_ddl()})")
+    marks = ", ".join("?" * len(reader_table.NAMES))
+    con.executemany(f"INSERT INTO readers VALUES ({marks})", reader_table.reader_rows())
     con.close()
     lite = sqlite3.connect(folder / "typed.db")
     lite.execute("CREATE TABLE typed (id INTEGER, t TEXT)")
@@ -89,6 +94,12 @@ def typed_postgres(postgres_server: Any) -> Iterator[str]:  # noqa: F811
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO typed VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", typed_rows()
+            )
+        conn.execute(f"CREATE TABLE readers ({reader_table.postgres_ddl()})".encode())
+        marks = ", ".join(["%s"] * len(reader_table.NAMES))
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO readers VALUES ({marks})".encode(), reader_table.reader_rows()
             )
     yield url
     server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

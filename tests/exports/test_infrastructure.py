@@ -298,4 +298,3 @@ def test_leftover_fifo_folders_of_dead_processes_are_removed_at_start(
     finally:
         shutil.rmtree(mine, ignore_errors=True)
         shutil.rmtree(dead, ignore_errors=True)
-

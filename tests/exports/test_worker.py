@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reportexport.catalog import Catalog
-from reportexport.csvformat import CsvOptions, render_value
+from reportexport.csvformat import DIALECT_VERSION, CsvOptions, render_value
 from reportexport.exports import new_export
 from reportexport.objects import ObjectStore
 from reportexport.services.errors import ConflictError, GoneError
@@ -100,6 +100,19 @@ def parsed(data: bytes) -> list[list[str]]:
     return list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
 
 
+TYPED = (
+    "integer",
+    "text",
+    "decimal(10,2)",
+    "float",
+    "boolean",
+    "date",
+    "timestamp(6)",
+    "timestamptz(6)",
+)
+TYPES_OF = {"typed_duckdb": TYPED, "typed_postgres": TYPED, "typed_sqlite": ("integer", "text")}
+
+
 @pytest.mark.parametrize("query", ["typed_duckdb", "typed_postgres", "typed_sqlite"])
 def test_an_export_from_each_source_into_each_store(
     jobs_db: Database, catalog: Catalog, object_store: ObjectStore, worker_factory: Any, query: str
@@ -116,6 +129,8 @@ def test_an_export_from_each_source_into_each_store(
     # The progress figures end as the object's own, however fast the export was.
     assert (job.rows_written, job.bytes_written) == (job.object_rows, job.object_bytes)
     assert list(job.columns or ()) == rows[0]
+    assert job.dialect_version == DIALECT_VERSION
+    assert job.column_types == TYPES_OF[query]
     width = len(rows[0])
     expected = [[render_value(v, CsvOptions()) or "" for v in row[:width]] for row in typed_rows()]
     assert rows[1:] == expected

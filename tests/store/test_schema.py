@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from reportexport.job_status import IllegalTransitionError
-from reportexport.store import Database, Outcome, SchemaMismatchError, open_database
+from reportexport.store import Database, JobId, Outcome, SchemaMismatchError, open_database
 from reportexport.store.queries import load_queries, migration_files
 from tests.conftest import REPO_ROOT
-from tests.store.conftest import GRAPH, graph_with_archived
+from tests.store.conftest import GRAPH, RawSql, graph_with_archived
 from tests.store.test_operations import new_job
 
 
@@ -174,3 +174,44 @@ def test_db_check_on_an_unreachable_server_says_so() -> None:
     done = run_cli("db", "check", "--database", "postgresql://nobody@127.0.0.1:1/none")
     assert done.returncode == 1
     assert "cannot connect to PostgreSQL at postgresql://nobody@127.0.0.1:1/none" in done.stderr
+
+
+def test_jobs_finished_before_the_column_types_migration_are_dialect_1(
+    backend: str, empty_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The column_types_and_dialect migration adds column types and the dialect version; the
+    bytes of jobs that finished before it were written by dialect 1."""
+    import reportexport.store.postgres
+    import reportexport.store.sqlite
+
+    store_module = getattr(reportexport.store, backend)
+    migrations = migration_files(backend)
+    ours = next(n for n, name, _ in migrations if name == "column_types_and_dialect")
+    released = [m for m in migrations if m[0] < ours]
+    monkeypatch.setattr(store_module, "migration_files", lambda dialect: released)
+    old = open_database(empty_url, GRAPH, check=False)
+    old.upgrade()
+    old.close()
+    raw = RawSql(empty_url)
+    try:
+        for _ in range(2):
+            raw.execute(
+                "INSERT INTO jobs (owner, saved_query, query_sql, query_hash, status) "
+                "VALUES ('alice', 'q', 'SELECT 1', 'h', 'queued')"
+            )
+        raw.execute("UPDATE jobs SET status = 'running', change_actor = 'worker' WHERE id = 1")
+        raw.execute(
+            "UPDATE jobs SET status = 'succeeded', change_actor = 'worker', "
+            "object_key = 'exports/1/q-1.csv', columns = '[\"a\"]' WHERE id = 1"
+        )
+    finally:
+        raw.close()
+    monkeypatch.undo()
+    new = open_database(empty_url, GRAPH, check=False)
+    try:
+        assert new.upgrade().current
+        finished, waiting = new.get_job(JobId(1)).job, new.get_job(JobId(2)).job
+    finally:
+        new.close()
+    assert (finished.dialect_version, finished.columns, finished.column_types) == (1, ("a",), None)
+    assert (waiting.dialect_version, waiting.column_types) == (None, None)

@@ -60,6 +60,11 @@ class JobOut(BaseModel):
     bytes: int | None
     sha256: str | None
     columns: list[str] | None
+    column_types: list[str] | None = Field(
+        description="the type of each column as written: integer, decimal(p,s), float, boolean, "
+        "date, timestamp(n), timestamptz(n) (n fractional digits) or text"
+    )
+    dialect_version: int | None = Field(description="the version of the CSV dialect")
     file_name: str | None
     object_expires_at: datetime | None
     error_code: str | None
@@ -85,6 +90,8 @@ class JobOut(BaseModel):
             bytes=job.object_bytes,
             sha256=job.object_sha256,
             columns=list(job.columns) if job.columns is not None else None,
+            column_types=list(job.column_types) if job.column_types is not None else None,
+            dialect_version=job.dialect_version,
             file_name=job.file_name,
             object_expires_at=job.object_expires_at,
             error_code=job.error_code,
@@ -92,6 +99,30 @@ class JobOut(BaseModel):
             rerun_of=job.rerun_of,
             requested_by=job.requested_by if job.requested_by != job.owner else None,
         )
+
+
+class ColumnOut(BaseModel):
+    name: str
+    type: str | None = Field(description="as in JobOut.column_types; null for dialect 1 files")
+
+
+class CsvSchemaOut(BaseModel):
+    """How to read a job's CSV back: its dialect, and each column's name and type."""
+
+    file_name: str | None
+    dialect_version: int | None
+    encoding: str
+    bom: bool
+    gzip: bool
+    delimiter: str
+    quote: str
+    line_ending: str
+    header: bool
+    null: str = Field(description="what NULL looks like; empty: an empty unquoted field")
+    time_zone: str
+    spreadsheet_safe: bool
+    rows: int | None
+    columns: list[ColumnOut]
 
 
 class TransitionOut(BaseModel):

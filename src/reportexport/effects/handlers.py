@@ -127,6 +127,8 @@ def event_payload(ctx: Context, job: Job, event_type: str, now: datetime) -> dic
             bytes=job.object_bytes,
             sha256=job.object_sha256,
             columns=list(job.columns or ()),
+            column_types=list(job.column_types or ()),
+            dialect_version=job.dialect_version,
             file_name=job.file_name,
         )
     if event_type == "export.failed":

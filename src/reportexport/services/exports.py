@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, Protocol
 
 from reportexport.catalog import Catalog, SavedQuery
+from reportexport.csvschema import file_schema, schema_file_name
 from reportexport.exports import new_export
 from reportexport.job_status import STATES
 from reportexport.links import LinkError, verify_download
@@ -339,6 +340,14 @@ class ExportService:
         url = self.objects.download_url(key, file_name, seconds)
         self.downloads.record_download(job.id, person.name)
         return DownloadLink(url=url, expires_at=expires, file_name=file_name)
+
+    def file_schema(self, person: Person, job_id: int) -> tuple[str, dict[str, Any]]:
+        """The file name and content of the small JSON schema next to a job's CSV."""
+        job = self.job(person, job_id).detail.job
+        schema = file_schema(job)
+        if schema is None:
+            raise ConflictError(f"job {job.id} is {job.status}: there is no file", title="No file")
+        return schema_file_name(job.file_name or f"export-{job.id}.csv"), schema
 
     def open_file(self, person: Person, job_id: int) -> StoredFile:
         """A succeeded job's file, opened here (the command line's own download)."""

@@ -111,7 +111,7 @@ class Sink(Protocol):
 @dataclass(frozen=True, kw_only=True)
 class Exported:
     rows: int | None
-    columns: tuple[str, ...]
+    columns: tuple[Column, ...]  # as written: names, and types with their digits
 
 
 class Source(Protocol):

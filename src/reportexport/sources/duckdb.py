@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from reportexport.catalog import SourceConfig
-from reportexport.csvformat import Column, CsvOptions, projection
+from reportexport.csvformat import Column, CsvOptions, as_written, projection
 from reportexport.sources import (
     CancelToken,
     Exported,
@@ -39,23 +39,33 @@ PIPE_SIZE = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
 
-def column_kind(type_name: str) -> str:
-    name = type_name.upper()
-    if name == "BOOLEAN":
-        return "boolean"
-    if re.fullmatch(r"U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|UHUGEINT", name):
-        return "integer"
-    if name.startswith("DECIMAL") or name.startswith("NUMERIC"):
-        return "decimal"
-    if name in ("FLOAT", "DOUBLE", "REAL"):
-        return "float"
-    if name == "DATE":
-        return "date"
-    if name in ("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ"):
-        return "timestamptz"
-    if name.startswith("TIMESTAMP"):
-        return "timestamp"
-    return "text"
+_TIMESTAMP_DIGITS = {"TIMESTAMP_S": 0, "TIMESTAMP_MS": 3, "TIMESTAMP_NS": 9}
+
+
+def column_of(name: str, type_name: str) -> Column:
+    """A result column from DuckDB's name of its type (`DECIMAL(10,2)`, `TIMESTAMP_MS`)."""
+    upper = type_name.upper()
+    if upper == "BOOLEAN":
+        return Column(name, "boolean")
+    if re.fullmatch(r"U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|UHUGEINT", upper):
+        return Column(name, "integer")
+    decimal = re.fullmatch(r"(?:DECIMAL|NUMERIC)(?:\((\d+),\s*(\d+)\))?", upper)
+    if decimal:
+        digits, scale = decimal.groups()
+        return Column(name, "decimal", int(digits) if digits else None, int(scale or 0))
+    if upper in ("FLOAT", "REAL"):
+        return Column(name, "float", 24)
+    if upper == "DOUBLE":
+        return Column(name, "float", 53)
+    if upper == "DATE":
+        return Column(name, "date")
+    if upper in ("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ"):
+        return Column(name, "timestamptz", 6)
+    if upper.startswith("TIMESTAMP"):
+        return Column(name, "timestamp", _TIMESTAMP_DIGITS.get(upper, 6))
+    if upper == "VARCHAR":
+        return Column(name, "text")
+    return Column(name, "other")  # TIME, UUID, INTERVAL, lists...: written as their text
 
 
 class DuckdbSource:
@@ -91,7 +101,7 @@ class DuckdbSource:
             relation = con.execute(f"SELECT * FROM ({render(sql, '${name}')}) AS q LIMIT 0", params)
         except duckdb.Error as exc:
             raise SourceError(_message(exc)) from exc
-        return [Column(d[0], column_kind(str(d[1]))) for d in relation.description or ()]
+        return [column_of(d[0], str(d[1])) for d in relation.description or ()]
 
     def export(
         self,
@@ -113,10 +123,13 @@ class DuckdbSource:
             query = projection(render(sql, "${name}"), columns, options, "duckdb")
             newline = "\\r\\n" if options.line_ending == "crlf" else "\\n"
             delimiter = options.delimiter_char
-            # COMMENT '': DuckDB would otherwise quote every value that holds a '#'.
+            # COMMENT '': DuckDB would otherwise quote every value that holds a '#'. NULLSTR:
+            # CsvOptions admits no quote in a marker. DuckDB, like PostgreSQL, quotes text equal
+            # to the marker and leaves the empty string unquoted when there is one.
             copy = (
                 f"COPY ({query}) TO '{fifo}' (FORMAT csv, HEADER, DELIMITER '{delimiter}', "
-                f"QUOTE '\"', ESCAPE '\"', NULLSTR '', COMMENT '', NEW_LINE '{newline}')"
+                f"QUOTE '\"', ESCAPE '\"', NULLSTR '{options.null_marker}', COMMENT '', "
+                f"NEW_LINE '{newline}')"
             )
             reader.start()
             timer.start()
@@ -136,7 +149,7 @@ class DuckdbSource:
                 raise reader.failure
             cancel.raise_if_cancelled()
             return Exported(
-                rows=int(rows[0]) if rows else None, columns=tuple(c.name for c in columns)
+                rows=int(rows[0]) if rows else None, columns=tuple(as_written(columns, options))
             )
         finally:
             timer.cancel()

@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 
 from reportexport.catalog import SourceConfig
-from reportexport.csvformat import Column, CsvOptions, projection
+from reportexport.csvformat import Column, CsvOptions, as_written, projection
 from reportexport.sources import (
     CancelToken,
     Exported,
@@ -43,6 +43,19 @@ _KINDS = {
     1042: "text",
     19: "text",
 }
+_FLOAT_BITS = {700: 24, 701: 53}
+
+
+def column_of(description: psycopg.Column) -> Column:
+    """A result column from psycopg's description: numeric(p,s) and timestamp(p) typmods."""
+    kind = _KINDS.get(description.type_code, "other")
+    if kind == "decimal":
+        return Column(description.name, kind, description.precision, description.scale)
+    if kind in ("timestamp", "timestamptz"):
+        return Column(description.name, kind, description.precision)
+    if kind == "float":
+        return Column(description.name, kind, _FLOAT_BITS[description.type_code])
+    return Column(description.name, kind)
 
 
 _MARK = "\x00query\x00"
@@ -91,7 +104,7 @@ class PostgresSource:
             cursor = conn.execute(probe)
         except psycopg.Error as exc:
             raise _translated(exc) from exc
-        return [Column(d.name, _KINDS.get(d.type_code, "other")) for d in cursor.description or ()]
+        return [column_of(d) for d in cursor.description or ()]
 
     def export(
         self,
@@ -109,7 +122,9 @@ class PostgresSource:
             statement = sql.Composed([
                 sql.SQL("COPY (" + before),
                 composed(query, params),
-                sql.SQL(after + ") TO STDOUT (FORMAT csv, HEADER, NULL '', DELIMITER "),
+                sql.SQL(after + ") TO STDOUT (FORMAT csv, HEADER, NULL "),
+                sql.Literal(options.null_marker),
+                sql.SQL(", DELIMITER "),
                 sql.Literal(options.delimiter_char),
                 sql.SQL(")"),
             ])  # fmt: skip
@@ -128,7 +143,7 @@ class PostgresSource:
                 rows = cursor.rowcount
             cancel.raise_if_cancelled()
             return Exported(
-                rows=rows if rows >= 0 else None, columns=tuple(c.name for c in columns)
+                rows=rows if rows >= 0 else None, columns=tuple(as_written(columns, options))
             )
         except psycopg.Error as exc:
             cancel.raise_if_cancelled()

@@ -1,9 +1,13 @@
-"""SQLite as a source: no bulk CSV path, so rows are rendered in Python, a batch at a time."""
+"""SQLite as a source: no bulk CSV path, so rows are rendered in Python, a batch at a time.
+
+SQLite has no column types in a result, only a storage class per value, so a column's type is
+read from the values it held: all integers, all floats (or floats and integers), else text.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportexport.catalog import SourceConfig
@@ -60,11 +64,14 @@ class SqliteSource:
             names = tuple(d[0] for d in cursor.description or ())
             check_columns([Column(n, "text") for n in names])
             sink.write(format_header(names, options).encode("utf-8"))
+            seen: list[set[type]] = [set() for _ in names]
             while batch := cursor.fetchmany(BATCH):
                 sink.write("".join(format_row(row, options) for row in batch).encode("utf-8"))
+                for classes, values in zip(seen, zip(*batch, strict=True), strict=True):
+                    classes.update(map(type, values))
                 rows += len(batch)
             cancel.raise_if_cancelled()
-            return Exported(rows=rows, columns=names)
+            return Exported(rows=rows, columns=tuple(_typed(names, seen)))
         except sqlite3.Error as exc:
             cancel.raise_if_cancelled()
             if timer.fired.is_set():
@@ -74,3 +81,16 @@ class SqliteSource:
             timer.cancel()
             unregister()
             conn.close()
+
+
+def _typed(names: Sequence[str], seen: Sequence[set[type]]) -> list[Column]:
+    columns = []
+    for name, classes in zip(names, seen, strict=True):
+        classes = classes - {type(None)}
+        if classes and classes <= {int}:
+            columns.append(Column(name, "integer"))
+        elif classes and classes <= {int, float}:
+            columns.append(Column(name, "float", 53))
+        else:
+            columns.append(Column(name, "text"))
+    return columns

@@ -297,6 +297,8 @@ class SqlOperations(MetricsQueries, HeartbeatQueries):
             "object_bytes": published.bytes if published else None,
             "object_rows": published.rows if published else None,
             "columns": json.dumps(list(published.columns)) if published else None,
+            "column_types": json.dumps(list(published.column_types)) if published else None,
+            "dialect_version": published.dialect_version if published else None,
             "file_name": published.file_name if published else None,
             "expires": None if expires is None else self._seconds(expires),
         }

@@ -21,7 +21,7 @@ TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type))
     for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
 }
-JSON_FIELDS = frozenset({"parameters", "options", "columns"})
+JSON_FIELDS = frozenset({"parameters", "options", "columns", "column_types"})
 
 
 FIELD_NAMES: dict[type, tuple[str, ...]] = {
@@ -40,6 +40,7 @@ def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> A
         for name in JSON_FIELDS & values.keys():
             if values[name] is not None:
                 values[name] = json.loads(values[name])
-    if "columns" in values and values["columns"] is not None:
-        values["columns"] = tuple(values["columns"])
+    for name in ("columns", "column_types"):
+        if values.get(name) is not None:
+            values[name] = tuple(values[name])
     return cls(**values)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Response
-from fastapi.responses import RedirectResponse, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
 from reportexport.api.deps import CurrentUser, JobIdIn, Parts
 from reportexport.api.models import (
+    CsvSchemaOut,
     ExportIn,
     JobDetailOut,
     JobOut,
@@ -31,20 +32,15 @@ IdempotencyKey = Annotated[
     ),
 ]
 JOB_LINKS = {
-    "GetExport": {"operationId": "get_export", "parameters": {"job_id": "$response.body#/id"}},
-    "CancelExport": {
-        "operationId": "cancel_export",
-        "parameters": {"job_id": "$response.body#/id"},
-    },
-    "RerunExport": {"operationId": "rerun_export", "parameters": {"job_id": "$response.body#/id"}},
-    "DownloadExport": {
-        "operationId": "download_export",
-        "parameters": {"job_id": "$response.body#/id"},
-    },
-    "RedriveSideEffect": {
-        "operationId": "redrive_side_effect",
-        "parameters": {"job_id": "$response.body#/id"},
-    },
+    name: {"operationId": operation, "parameters": {"job_id": "$response.body#/id"}}
+    for name, operation in (
+        ("GetExport", "get_export"),
+        ("CancelExport", "cancel_export"),
+        ("RerunExport", "rerun_export"),
+        ("DownloadExport", "download_export"),
+        ("ExportSchema", "export_schema"),
+        ("RedriveSideEffect", "redrive_side_effect"),
+    )
 }
 
 
@@ -185,6 +181,19 @@ def rerun_export(
 def download_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> RedirectResponse:
     link = parts.exports.download(user, job_id)
     return RedirectResponse(link.url, status_code=302)
+
+
+@router.get(
+    "/api/exports/{job_id}/schema",
+    tags=["exports"],
+    operation_id="export_schema",
+    response_model=CsvSchemaOut,
+    responses=problems(401, 404, 409, 422),
+)
+def export_schema(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JSONResponse:
+    """The small JSON schema next to the CSV: dialect, column names and types."""
+    name, schema = parts.exports.file_schema(user, job_id)
+    return JSONResponse(schema, headers={"Content-Disposition": f'inline; filename="{name}"'})
 
 
 @router.get(

@@ -80,7 +80,8 @@ UPDATE jobs
    SET status = :to_status, change_actor = 'worker', change_worker = :worker,
        change_reason = :reason, error_code = :error_code, error_message = :error_message,
        object_key = :object_key, object_sha256 = :object_sha256, object_bytes = :object_bytes,
-       object_rows = :object_rows, columns = :columns, file_name = :file_name,
+       object_rows = :object_rows, columns = :columns, column_types = :column_types,
+       dialect_version = :dialect_version, file_name = :file_name,
        object_expires_at = CASE WHEN :expires IS NULL THEN NULL
                                 ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :expires) END,
        rows_written = coalesce(:object_rows, rows_written),
