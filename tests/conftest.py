@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Examples per property-based test over the entry points; .ci/run sets its CI profile, and a
+# developer hunting for trouble raises it (REPORTEXPORT_EXAMPLES=1000 ./scripts/test).
+EXAMPLES = int(os.environ.get("REPORTEXPORT_EXAMPLES", "50"))
 FIXTURE_PATH = REPO_ROOT / "contracts" / "job-status-graph.json"
 
 

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from reportexport import cli
+from tests.conftest import EXAMPLES
 
 TOKENS: dict[str, str] = {}
 
@@ -125,3 +126,103 @@ def test_jobs_download_writes_the_file_whole(
         assert not target.with_name("again.csv.download").exists()
         assert cli.main(["jobs", "download", "999", "-o", str(target)]) == 1
         assert "HTTP 404" in capsys.readouterr().err
+
+
+def test_hostile_arguments_to_every_local_command_are_one_line_never_a_traceback(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    hostile = st.one_of(
+        st.text(max_size=30),
+        st.sampled_from(["a\udcff", "\ud800", "x\x00y", "\u202eevil", "-", "--x", "", " "]),
+    )
+    commands = st.sampled_from([
+        lambda t: ["webhooks", "add", "https://hooks.example.com/x", "--owner", t],
+        lambda t: ["webhooks", "add", t, "--owner", "demo"],
+        lambda t: ["webhooks", "list", "--owner", t],
+        lambda t: ["effects", "redrive", "1", t],
+        lambda t: ["users", "add", t],
+        lambda t: ["users", "revoke", t],
+        lambda t: ["export", "orders_by_day", f"--param=day={t}"],
+        lambda t: ["export", t],
+    ])  # fmt: skip
+
+    @settings(max_examples=EXAMPLES, deadline=None,
+              database=None, suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(command=commands, text=hostile)
+    def check(command: Any, text: str) -> None:
+        try:
+            code = cli.main(command(text))
+        except SystemExit as exc:  # argparse refusing the shape of the arguments
+            code = int(exc.code or 0)
+        err = capsys.readouterr().err
+        assert code in (0, 1, 2)
+        if code == 1:
+            assert len(err.strip().splitlines()) == 1, err
+        err.encode("utf-8")
+
+    check()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["webhooks", "rotate", "1", "--overlap-hours", "inf"], "0 to 720 hours"),
+        (["webhooks", "rotate", "1", "--overlap-hours", "nan"], "0 to 720 hours"),
+        (["webhooks", "rotate", "1", "--overlap-hours", "-5"], "0 to 720 hours"),
+        (["effects", "redrive", "1", "emit_anything"], "not a side effect of the lifecycle"),
+        (["serve", "--port", "99999"], "--port must be at most 65535"),
+        (["worker", "--retention-days", "inf"], "must be a finite number"),
+    ],
+)
+def test_impossible_values_are_refused_with_exit_2(
+    home: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    assert cli.main(arguments) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_owner_is_refused_over_the_api_and_download_checks_its_path_first(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("REPORTEXPORT_SERVER", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("REPORTEXPORT_TOKEN", "rxp_x")
+    assert cli.main(["export", "orders_by_day", "--owner", "demo"]) == 2
+    assert "--owner is for exports run here" in capsys.readouterr().err
+    assert cli.main(["jobs", "download", "1", "-o", "/no/such/folder/x.csv"]) == 2
+    assert "does not exist" in capsys.readouterr().err  # no connection was tried
+
+
+def test_another_sqlite_store_gets_its_own_objects_and_never_sweeps_ours(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["export", "orders_by_day", "--param", "day=2024-01-05"]) == 0
+    ours = sorted((home / "objects" / "exports").rglob("*.csv"))
+    assert ours
+    other = home.parent / "other.db"
+    assert cli.main(["demo", "--database", f"sqlite:///{other}"]) == 0
+    assert cli.main(["export", "orders_by_day", "--param", "day=2024-01-06",
+                     "--database", f"sqlite:///{other}"]) == 0  # fmt: skip
+    assert sorted((home.parent / "other-objects" / "exports").rglob("*.csv"))
+    assert cli.main(["sweep", "--database", f"sqlite:///{other}"]) == 0
+    assert sorted((home / "objects" / "exports").rglob("*.csv")) == ours
+    capsys.readouterr()
+    # Pointed at our folder on purpose, another job store is refused before it writes.
+    ours_url = f"file://{home / 'objects'}"
+    code = cli.main(["export", "orders_by_day", "--param", "day=2024-01-07",
+                     "--database", f"sqlite:///{other}", "--objects", ours_url])  # fmt: skip
+    assert code == 2
+    assert "belongs to another job store" in capsys.readouterr().err
+
+
+def test_serve_with_a_missing_catalog_writes_nothing_there(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = home.parent / "typo" / "catalog.toml"
+    assert cli.main(["serve", "--catalog", str(missing)]) == 2
+    assert "no catalog at" in capsys.readouterr().err
+    assert not missing.parent.exists()

@@ -284,12 +284,13 @@ def _run_with_runtime(args: argparse.Namespace) -> int:
 
     module, name = args.handler
     handler: Handler = getattr(importlib.import_module(module), name)
+    command = " ".join(part for part in (args.command, getattr(args, "action", None)) if part)
     try:
         settings = composition.load_settings(setting_overrides(args))
         with composition.running(settings) as runtime:
             return int(handler(runtime, args))
     except composition.SetupError as exc:
-        print(f"reportexport {args.command}: {exc.summary}", file=sys.stderr)
+        print(f"reportexport {command}: {exc.summary}", file=sys.stderr)
         for problem in exc.problems:
             print(f"  - {problem}", file=sys.stderr)
         return exc.exit_code
@@ -297,5 +298,5 @@ def _run_with_runtime(args: argparse.Namespace) -> int:
         message = composition.describe_failure(exc)
         if message is None:
             raise
-        print(f"reportexport {args.command}: {message}", file=sys.stderr)
-        return 1
+        print(f"reportexport {command}: {message}", file=sys.stderr)
+        return 2 if composition.refused_input(exc) else 1

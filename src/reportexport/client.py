@@ -7,11 +7,13 @@ Parameters are typed on the way: the saved query's own description (from the API
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urljoin
 
 import httpx
 from rich.console import Console
@@ -69,17 +71,34 @@ def typed_parameters(described: list[Mapping[str, Any]], raw: Mapping[str, str])
 
 
 def _json_number(value: Any) -> Any:
+    """A validated number as JSON carries it: an integer if it is one, else a double."""
     number = float(value)
-    return int(number) if number.is_integer() and "." not in str(value) else number
+    return int(value) if number.is_integer() and "." not in str(value) else number
+
+
+def output_problem(output: Path) -> str | None:
+    """Why a file cannot be written at `output`, checked before anything is asked of a server
+    or a worker; None when it can."""
+    folder = output.parent if str(output.parent) else Path(".")
+    if output.is_dir():
+        return f"{output} is a directory; name a file"
+    if not folder.is_dir():
+        return f"{output}: the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        return f"{output}: not writable"
+    return None
 
 
 def cmd_remote_export(settings: Settings, args: argparse.Namespace, raw: dict[str, str]) -> int:
     console = Console(stderr=True)
     with connect(settings) as client:
-        query = client.get(f"/api/saved-queries/{args.query}")
+        query = client.get(f"/api/saved-queries/{quote(args.query, safe='')}")
         if query.status_code == 404:
             raise ApiError(f"no saved query {quoted(args.query)}; see: reportexport queries list")
-        parameters = typed_parameters(checked(query)["parameters"], raw)
+        described = checked(query)
+        if not isinstance(described, dict) or not isinstance(described.get("parameters"), list):
+            raise ApiError(f"the server described {quoted(args.query)} in a way this is not for")
+        parameters = typed_parameters(described["parameters"], raw)
         job = checked(
             client.post("/api/exports", json={"saved_query": args.query, "parameters": parameters})
         )
@@ -121,15 +140,21 @@ def download(client: httpx.Client, job_id: int, output: Path) -> None:
     if link.status_code != 302:
         checked(link)
         raise ApiError("the server gave no download link")
-    location = link.headers["location"]
+    # The link is signed: it needs no token, and the token must not travel to where it points
+    # (an S3 presigned URL refuses a request that carries one).
+    request = client.build_request("GET", urljoin(str(client.base_url), link.headers["location"]))
+    request.headers.pop("authorization", None)
     partial = output.with_name(output.name + ".download")
-    with client.stream("GET", location) as response:
+    response = client.send(request, stream=True)
+    try:
         if response.status_code >= 400:
             response.read()
             checked(response)
         with open(partial, "wb") as target:
             for chunk in response.iter_bytes():
                 target.write(chunk)
+    finally:
+        response.close()
     partial.replace(output)  # a half-written file never takes the name
 
 
@@ -153,6 +178,10 @@ def cmd_jobs(settings: Settings, args: argparse.Namespace) -> int:
         elif args.action == "show":
             show(checked(client.get(f"/api/exports/{args.id}")))
         elif args.action == "download":
+            problem = output_problem(args.output)
+            if problem is not None:
+                print(f"reportexport jobs download: -o {problem}", file=sys.stderr)
+                return 2
             download(client, args.id, args.output)
             print(f"job {args.id}: written to {args.output}")
         else:  # cancel
@@ -165,6 +194,10 @@ def show(detail: Mapping[str, Any]) -> None:
     job = detail["job"]
     console = Console()
     console.print(f"job {job['id']} {job['saved_query']} {job['status']} ({job['owner']})")
+    if job.get("requested_by"):
+        console.print(f"  asked for by {job['requested_by']}")
+    if job.get("rerun_of"):
+        console.print(f"  runs job {job['rerun_of']} again")
     for entry in detail["history"]:
         who = entry["person"] or entry["worker"] or ""
         move = f"{entry['from_status']} -> {entry['to_status']}"

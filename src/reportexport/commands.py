@@ -9,16 +9,15 @@ exit 2 for what the person must change, 1 for what failed.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
 from reportexport.composition import Runtime, demo_paths
-from reportexport.parameters import ParameterError
+from reportexport.parameters import ParameterError, single_values
 from reportexport.records import User
-from reportexport.services.errors import InvalidInputError, ServiceError
+from reportexport.services.errors import InvalidInputError
 from reportexport.services.exports import Acting
 from reportexport.text import printable, quoted, unsafe_text
 
@@ -43,7 +42,7 @@ def cmd_demo(runtime: Runtime, args: argparse.Namespace) -> int:
         build_demo_database(database_file, settings.demo_rows)
         print(f"  built in {time.monotonic() - started:.1f} s")
     if args.force or not catalog_file.exists():
-        write_demo_catalog(catalog_file)
+        write_demo_catalog(catalog_file, database_file)
         print(f"wrote the demo catalog {catalog_file}")
     upgraded = runtime.unchecked_database().upgrade()
     print(f"the job store is ready (schema version {upgraded.version})")
@@ -101,6 +100,12 @@ def cmd_export(runtime: Runtime, args: argparse.Namespace) -> int:
     if runtime.settings.server:
         from reportexport import client
 
+        if args.owner is not None:
+            say(
+                "reportexport export: --owner is for exports run here; over the API the job "
+                "belongs to the token's person"
+            )
+            return 2
         return client.run(client.cmd_remote_export, runtime.settings, args, raw)
     person = owner_of_local_exports(runtime)
     if person is None:
@@ -151,7 +156,7 @@ def cmd_export(runtime: Runtime, args: argparse.Namespace) -> int:
 
 def parameters_from(items: list[str]) -> dict[str, str] | None:
     """`NAME=VALUE` arguments as a mapping; None (after saying why) when one is wrong."""
-    raw: dict[str, str] = {}
+    pairs = []
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
@@ -162,25 +167,22 @@ def parameters_from(items: list[str]) -> dict[str, str] | None:
             if problem is not None:
                 say(f"reportexport export: --param {quoted(name)}: the {what} {problem}")
                 return None
-        if name in raw:
-            say(f"reportexport export: --param {quoted(name)} is given twice; give each once")
-            return None
-        raw[name] = value
-    return raw
+        pairs.append((name, value))
+    try:
+        return single_values(pairs)
+    except ParameterError as exc:
+        say(f"reportexport export: --param {quoted(exc.parameter)} {exc.message}")
+        return None
 
 
 def writable_target(output: Path) -> bool:
     """Whether the CSV can be written at `output`, checked before any job is created."""
-    folder = output.parent if str(output.parent) else Path(".")
-    if output.is_dir():
-        say(f"reportexport export: -o {output} is a directory; name a file")
-    elif not folder.is_dir():
-        say(f"reportexport export: -o {output}: the folder {folder} does not exist")
-    elif not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
-        say(f"reportexport export: -o {output}: not writable")
-    else:
-        return True
-    return False
+    from reportexport.client import output_problem
+
+    problem = output_problem(output)
+    if problem is not None:
+        say(f"reportexport export: -o {problem}")
+    return problem is None
 
 
 def owner_of_local_exports(runtime: Runtime) -> User | None:
@@ -258,11 +260,7 @@ def cmd_effects_given_up(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_effects_redrive(runtime: Runtime, args: argparse.Namespace) -> int:
-    try:
-        runtime.exports.redrive(SHELL, args.job, args.effect)
-    except ServiceError as exc:
-        say(f"reportexport effects redrive: {exc.detail}")
-        return 1
+    runtime.exports.redrive(SHELL, args.job, args.effect)
     print(f"job {args.job} {args.effect}: due again")
     return 0
 
@@ -271,13 +269,9 @@ def cmd_effects_redrive(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_webhooks_add(runtime: Runtime, args: argparse.Namespace) -> int:
-    try:
-        endpoint = runtime.webhooks.add(
-            SHELL, args.url, everyone=args.everyone, owner=args.endpoint_owner
-        )
-    except InvalidInputError as exc:
-        say(f"reportexport webhooks add: {exc.detail}")
-        return 2
+    endpoint = runtime.webhooks.add(
+        SHELL, args.url, everyone=args.everyone, owner=args.endpoint_owner
+    )
     print(f"endpoint {endpoint.id} for {endpoint.owner or 'every owner'}: {endpoint.url}")
     print(f"secret (shown once): {endpoint.secret}")
     return 0
@@ -304,17 +298,15 @@ def cmd_webhooks_rotate(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_webhooks_remove(runtime: Runtime, args: argparse.Namespace) -> int:
-    removed = runtime.webhooks.remove(SHELL, args.id)
-    print(f"endpoint {args.id}: {'removed' if removed else 'already removed'}")
-    return 0 if removed else 1
+    if not runtime.webhooks.remove(SHELL, args.id):
+        say(f"reportexport webhooks remove: endpoint {args.id} was removed already")
+        return 1
+    print(f"endpoint {args.id}: removed")
+    return 0
 
 
 def cmd_users_add(runtime: Runtime, args: argparse.Namespace) -> int:
-    try:
-        user, token = runtime.people.add(args.name, "operator" if args.operator else "user")
-    except ServiceError as exc:
-        say(f"reportexport users add: {exc.detail}")
-        return 2
+    user, token = runtime.people.add(args.name, "operator" if args.operator else "user")
     print(f"{user.role} {user.name}: token (shown once, stored hashed): {token}")
     return 0
 
@@ -327,9 +319,11 @@ def cmd_users_list(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_users_revoke(runtime: Runtime, args: argparse.Namespace) -> int:
-    revoked = runtime.people.revoke(args.name)
-    print(f"{quoted(args.name)}: {'revoked' if revoked else 'no active user of that name'}")
-    return 0 if revoked else 1
+    if not runtime.people.revoke(args.name):
+        say(f"reportexport users revoke: no active user {quoted(args.name)}")
+        return 1
+    print(f"{args.name}: revoked")
+    return 0
 
 
 # -- the job store's schema ------------------------------------------------------------------------

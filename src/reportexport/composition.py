@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import secrets
 import threading
@@ -23,9 +24,15 @@ from typing import TYPE_CHECKING, Any
 from reportexport import lifecycle
 from reportexport.catalog import Catalog, CatalogError, load_catalog
 from reportexport.graph import Graph, InvalidGraphError, load_graph
-from reportexport.objects import ObjectStore, ObjectStoreError, open_object_store
+from reportexport.objects import (
+    ObjectStore,
+    ObjectStoreError,
+    ObjectStoreUnavailableError,
+    open_object_store,
+)
+from reportexport.parameters import ParameterError
 from reportexport.records import Heartbeat, MetricsSnapshot, ProcessKind
-from reportexport.services.errors import ServiceError
+from reportexport.services.errors import InvalidInputError, ServiceError
 from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.people import PeopleService
 from reportexport.services.webhooks import WebhookService
@@ -33,6 +40,8 @@ from reportexport.settings import Settings, SettingsError
 from reportexport.store import Database, JobQueue, StoreError, open_database
 from reportexport.store.schema import redact
 from reportexport.text import printable
+
+log = logging.getLogger("reportexport")
 
 if TYPE_CHECKING:
     import httpx
@@ -185,10 +194,31 @@ class Runtime:
     def objects(self) -> ObjectStore:
         if self._given_objects is not None:
             return self._given_objects
+        url = self.settings.objects_url
         try:
-            return open_object_store(self.settings.objects_url, link_secret=self.link_secret)
+            objects = open_object_store(url, link_secret=self.link_secret)
         except (ValueError, OSError) as exc:
-            raise SetupError(f"object store {self.settings.objects_url}: {exc}") from None
+            raise SetupError(f"object store {url}: {exc}") from None
+        self._check_owner(objects)
+        return objects
+
+    def _check_owner(self, objects: ObjectStore) -> None:
+        """An object store belongs to one job store: another's files would be swept as
+        orphans, and its job ids collide with ours."""
+        store_id = self.database.schema_status().store_id
+        if store_id is None:
+            return
+        try:
+            mark = objects.claim(store_id)
+        except ObjectStoreUnavailableError as exc:  # an outage: the worker paces it
+            log.warning("could not check who owns the object store: %s", exc)
+            return
+        if mark != store_id:
+            raise SetupError(
+                f"the object store {self.settings.objects_url} belongs to another job store "
+                f"({mark[:12]}), not to {self.database_label} ({store_id[:12]}): give each job "
+                "store its own objects_url"
+            )
 
     @functools.cached_property
     def link_secret(self) -> bytes:
@@ -302,7 +332,6 @@ class Runtime:
                 troubles=troubles,
                 metrics=self.metrics,
                 heartbeats=self.heartbeats,
-                webhooks_allow_private=self.settings.webhooks_allow_private,
             )
         )
 
@@ -372,9 +401,14 @@ def running(settings: Settings, **parts: Any) -> Iterator[Runtime]:
 def describe_failure(exc: BaseException) -> str | None:
     """A one-line message for a failure a command should report rather than show as a
     traceback (the database went away, a service refused), or None."""
-    if isinstance(exc, ServiceError | StoreError | ObjectStoreError):
+    if isinstance(exc, ServiceError | StoreError | ObjectStoreError | ParameterError):
         return printable(str(exc))
     return None
+
+
+def refused_input(exc: BaseException) -> bool:
+    """Whether the person's input was refused (exit 2) rather than something failing (1)."""
+    return isinstance(exc, InvalidInputError | ParameterError)
 
 
 def _place_of(path: Path, text: str, problem: str) -> str:

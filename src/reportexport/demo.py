@@ -162,6 +162,10 @@ csv = { gzip = true }
 """
 
 
-def write_demo_catalog(path: Path) -> None:
+def write_demo_catalog(path: Path, database: Path | None = None) -> None:
+    """The demo catalog at `path`, its source the DuckDB file `database` (default: beside it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(DEMO_CATALOG, encoding="utf-8")
+    text = DEMO_CATALOG
+    if database is not None and database.resolve().parent != path.resolve().parent:
+        text = text.replace("duckdb:///demo.duckdb", f"duckdb:///{database.resolve()}")
+    path.write_text(text, encoding="utf-8")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -153,6 +153,17 @@ def validate(
     return values
 
 
+def single_values(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Named values as a mapping, refusing a name given twice (a form field or a `--param`
+    repeated): which one was meant cannot be known, so neither is kept."""
+    values: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in values:
+            raise ParameterError(name, "repeated", "is given more than once; give it once")
+        values[name] = value
+    return values
+
+
 def encode(value: Any) -> Any:
     """A typed value as JSON: dates and timestamps in ISO 8601, numbers as exact text."""
     if isinstance(value, datetime | date):
@@ -195,6 +206,8 @@ def _number(name: str, raw: Any, from_text: bool) -> Decimal:
         raise ParameterError(name, "type", f"expected a number, got {_shown(raw)}")
     if not value.is_finite():
         raise ParameterError(name, "type", "expected a finite number")
+    if not math.isfinite(float(value)):  # what a source's DOUBLE and a JSON number can carry
+        raise ParameterError(name, "range", f"{value} is beyond the range of a double")
     return value
 
 

@@ -154,11 +154,15 @@ class WebhookDelivery:
     delivered_at: datetime | None
 
 
+Role = Literal["user", "operator"]
+ROLES: tuple[Role, ...] = ("user", "operator")
+
+
 @dataclass(frozen=True, kw_only=True)
 class User:
     id: int
     name: str
-    role: str  # user or operator
+    role: Role
     token_hash: str
     created_at: datetime
     revoked_at: datetime | None

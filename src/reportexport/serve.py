@@ -32,7 +32,8 @@ def serve(runtime: Runtime) -> int:
     configure_logging()
     settings = runtime.settings
     _, catalog_file = demo_paths(settings)
-    if settings.uses_embedded_database and not catalog_file.exists():
+    default_catalog = catalog_file == settings.home / "catalog.toml"
+    if settings.uses_embedded_database and default_catalog and not catalog_file.exists():
         cmd_demo(runtime, argparse.Namespace(force=False))
     runtime.catalog  # noqa: B018 - a wrong catalog stops serve before anything is written
     print_first_people(runtime)

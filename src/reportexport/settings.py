@@ -13,6 +13,7 @@ places under `home` and are resolved when the object is built.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,8 +28,10 @@ class SettingsError(ValueError):
     """A setting that is missing, unknown or of the wrong kind; the message names where."""
 
 
-def _about(help: str, *, minimum: float | None = None) -> dict[str, Any]:
-    return {"help": help, "minimum": minimum}
+def _about(
+    help: str, *, minimum: float | None = None, maximum: float | None = None
+) -> dict[str, Any]:
+    return {"help": help, "minimum": minimum, "maximum": maximum}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,7 +101,9 @@ class Settings:
     )
     # -- the HTTP service -----------------------------------------------------------------------
     host: str = field(default="127.0.0.1", metadata=_about("address `serve` listens on"))
-    port: int = field(default=8000, metadata=_about("port `serve` listens on", minimum=1))
+    port: int = field(
+        default=8000, metadata=_about("port `serve` listens on", minimum=1, maximum=65535)
+    )
     demo_rows: int = field(
         default=2_000_000, metadata=_about("orders in a new demo data set", minimum=1)
     )
@@ -142,16 +147,31 @@ class Settings:
 
     def _resolved(self) -> Settings:
         home = self.home
+        database_url = self.database_url or self.embedded_database_url
         return dataclasses.replace(
             self,
-            database_url=self.database_url or f"sqlite:///{home / 'reportexport.db'}",
+            database_url=database_url,
             catalog=self.catalog if self.catalog != Path() else home / "catalog.toml",
-            objects_url=self.objects_url or f"file://{(home / 'objects').resolve()}",
+            objects_url=self.objects_url or _default_objects(home, database_url),
         )
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _default_objects(home: Path, database_url: str) -> str:
+    """home/objects; beside the file for another SQLite job store, so that two job stores
+    never share an object folder by default."""
+    if (
+        database_url.startswith("sqlite:///")
+        and database_url != f"sqlite:///{home / 'reportexport.db'}"
+    ):
+        database = Path(database_url.removeprefix("sqlite:///"))
+        return f"file://{(database.parent / (database.stem + '-objects')).resolve()}"
+    return f"file://{(home / 'objects').resolve()}"
+
+
 FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(Settings)}
 
 
@@ -205,9 +225,13 @@ def _converted(spec: dataclasses.Field[Any], value: Any, label: str) -> Any:
             raise SettingsError(f"{label} must be {what}, not {value!r}") from None
         if kind is int and isinstance(value, float) and not value.is_integer():
             raise SettingsError(f"{label} must be a whole number, not {value!r}")
-        minimum = spec.metadata["minimum"]
+        if not math.isfinite(number):
+            raise SettingsError(f"{label} must be a finite number, not {value!r}")
+        minimum, maximum = spec.metadata["minimum"], spec.metadata["maximum"]
         if minimum is not None and number < minimum:
             raise SettingsError(f"{label} must be at least {minimum:g}, not {value!r}")
+        if maximum is not None and number > maximum:
+            raise SettingsError(f"{label} must be at most {maximum:g}, not {value!r}")
         return number
     if kind is Path or isinstance(spec.default, Path):
         if not isinstance(value, str | Path):

@@ -142,6 +142,22 @@ def test_an_idempotency_key_makes_a_retried_post_return_the_same_job(api: dict[s
     assert (other.status_code, other.json()["title"]) == (409, "Idempotency key reused")
 
 
+def test_an_operators_idempotency_key_is_kept_apart_from_the_owners(api: dict[str, Any]) -> None:
+    client = api["client"]
+    job_id = create(api).json()["id"]
+    key = {"Idempotency-Key": "r1"}
+    by_olga = client.post(f"/api/exports/{job_id}/rerun", headers={**auth(api, "olga"), **key})
+    by_alice = client.post(f"/api/exports/{job_id}/rerun", headers={**auth(api, "alice"), **key})
+    assert (by_olga.status_code, by_alice.status_code) == (201, 201)
+    assert by_olga.json()["id"] != by_alice.json()["id"]
+    assert by_olga.json()["requested_by"] == "olga"
+    again = client.post(f"/api/exports/{job_id}/rerun", headers={**auth(api, "olga"), **key})
+    assert (again.status_code, again.json()["id"]) == (200, by_olga.json()["id"])
+    body = {"saved_query": "products", "parameters": {"category": "books"}}
+    mine = client.post("/api/exports", json=body, headers={**auth(api, "alice"), **key})
+    assert mine.status_code == 409  # alice's own r1 named her rerun
+
+
 def test_users_see_and_cancel_only_their_own_jobs(api: dict[str, Any]) -> None:
     client = api["client"]
     job_id = create(api).json()["id"]
@@ -385,4 +401,7 @@ def test_an_unsafe_webhook_url_is_refused(api: dict[str, Any]) -> None:
                                  headers=auth(api, "alice"))  # fmt: skip
     assert refused.status_code == 422
     assert refused.json()["parameter"] == "url"
-    assert "link-local" in refused.json()["detail"]
+    assert "webhook URLs name their host" in refused.json()["detail"]
+    development = hooks_api(api).post("/api/webhooks", json={"url": "http://169.254.169.254/x"},
+                                      headers=auth(api, "alice"))  # fmt: skip
+    assert "link-local" in development.json()["detail"]

@@ -8,6 +8,7 @@ test fails when a route creates jobs that the checks below do not cover.
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,10 @@ from tests.exports.conftest import catalog_for
 from tests.exports.conftest import jobs_db as jobs_db
 from tests.exports.conftest import local_objects as local_objects
 from tests.exports.conftest import sources_dir as sources_dir
+from tests.store.conftest import backend as backend
+from tests.store.conftest import database_url as database_url
+from tests.store.conftest import postgres_server as postgres_server
+from tests.store.conftest import postgres_url as postgres_url
 
 BODY = {"saved_query": "products", "parameters": {"category": "toys"}}
 Create = Callable[[str | None], httpx.Response]
@@ -168,3 +173,36 @@ def test_a_repeated_idempotency_key_makes_one_job(
     first, again = create(key), create(key)
     assert (first.status_code < 400, again.status_code < 400) == (True, True)
     assert count(world) == before + 1
+
+
+def test_twenty_concurrent_creates_through_the_service_make_ten_jobs(
+    database_url: str, sources_dir: Path, tmp_path: Path
+) -> None:
+    """On SQLite and PostgreSQL, each thread a process of its own: its own connections."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from reportexport.objects import open_object_store
+    from reportexport.services.errors import OverLimitError
+    from reportexport.services.exports import Acting
+    from reportexport.store import open_database
+    from tests.store.conftest import GRAPH
+
+    catalog = catalog_for(sources_dir, None, QUERIES)
+    objects = open_object_store(f"file://{tmp_path / 'objects'}", link_secret=b"x")
+    barrier = threading.Barrier(20)
+
+    def attempt(_: int) -> bool:
+        database = open_database(database_url, GRAPH)
+        try:
+            exports = runtime_for(database, catalog, objects, max_active_exports=10).exports
+            barrier.wait()
+            exports.create(Acting(name="racer"), "products", {"category": "toys"})
+            return True
+        except OverLimitError:
+            return False
+        finally:
+            database.close()
+
+    with ThreadPoolExecutor(20) as pool:
+        outcomes = list(pool.map(attempt, range(20)))
+    assert outcomes.count(True) == 10

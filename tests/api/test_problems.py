@@ -38,8 +38,34 @@ def test_a_wrong_method_is_405_with_every_allowed_method(api: dict[str, Any]) ->
     client = api["client"]
     wrong = client.delete("/api/exports", headers=auth(api, "alice"))
     is_problem(wrong, 405)
-    assert wrong.headers["allow"] == "GET, POST"  # both routes of the path, not the first only
+    assert wrong.headers["allow"] == "GET, HEAD, POST"  # every route of the path
     assert client.put("/api/webhooks/1", headers=auth(api, "alice")).headers["allow"] == "DELETE"
+
+
+def test_head_answers_the_headers_of_a_get(api: dict[str, Any]) -> None:
+    client = api["client"]
+    head = client.head("/api/exports", headers=auth(api, "alice"))
+    get = client.get("/api/exports", headers=auth(api, "alice"))
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-length"] == get.headers["content-length"]
+    assert client.head("/api/exports/999", headers=auth(api, "alice")).status_code == 404
+
+
+def test_every_operation_documents_its_problems_405_included(api: dict[str, Any]) -> None:
+    schema = api["client"].get("/openapi.json").json()
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            assert "405" in operation["responses"], (method, path)
+            assert "application/problem+json" in operation["responses"]["405"]["content"]
+
+
+def test_a_json_body_without_a_content_type_is_415(api: dict[str, Any]) -> None:
+    sent = api["client"].post(
+        "/api/exports",
+        content=b'{"saved_query": "products"}',
+        headers={**auth(api, "alice"), "content-type": ""},
+    )
+    assert "without a Content-Type" in is_problem(sent, 415)["detail"]
 
 
 def test_malformed_json_is_400_and_a_form_body_is_415(api: dict[str, Any]) -> None:
@@ -94,7 +120,7 @@ def test_dashboard_pages_for_missing_foreign_and_malformed_jobs_are_pages(
     for path in ("/jobs/99999999999999999999", "/jobs/abc", f"/jobs/{job_id}", "/jobs/0"):
         page = client.get(path, headers=bob)
         assert (page.status_code, page.headers["content-type"]) == (404, HTML), path
-        assert "No export" in page.text
+        assert "There is no export" in page.text
     for path in ("/jobs/99999999999999999999/cancel", "/jobs/99999999999999999999/rerun",
                  f"/jobs/{job_id + 100}/rerun", f"/jobs/{job_id}/rerun"):  # fmt: skip
         page = client.post(path, headers=bob, follow_redirects=False)
@@ -115,3 +141,43 @@ def test_webhooks_add_refuses_a_bad_port_and_an_unknown_owner_in_one_line(
         assert done.returncode == 2, done.stderr
         assert message in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_dashboard_applies_the_services_rules_and_shows_their_refusals(
+    api: dict[str, Any],
+) -> None:
+    client = api["client"]
+    alice = {"Cookie": f"rx_token={api['tokens']['alice']}"}
+    form = "saved_query=products&category=toys&category=books"
+    encoded = {**alice, "content-type": "application/x-www-form-urlencoded"}
+    repeated = client.post(
+        "/exports/new", content=form.encode(), headers=encoded, follow_redirects=False
+    )
+    assert repeated.status_code == 422
+    assert "is given more than once" in repeated.text
+    unknown = client.post("/exports/new", data={"saved_query": "nope"}, headers=alice,
+                          follow_redirects=False)  # fmt: skip
+    assert (unknown.status_code, "There is no saved query" in unknown.text) == (404, True)
+    bogus = client.get("/jobs?status=bogus", headers=alice)
+    assert (bogus.status_code, "is not a state" in bogus.text) == (422, True)
+    job_id = create(api).json()["id"]
+    client.post(f"/api/exports/{job_id}/cancel", headers=auth(api, "alice"))
+    again = client.post(f"/jobs/{job_id}/cancel", headers=alice, follow_redirects=False)
+    assert again.status_code == 409
+    assert "cannot be canceled now (terminal:canceled)" in again.text
+
+
+def test_a_refused_rerun_is_a_page_that_says_why(api: dict[str, Any]) -> None:
+    from fastapi.testclient import TestClient
+
+    from tests.api.test_api import runtime_for
+
+    client = TestClient(
+        runtime_for(api["db"], api["catalog"], api["objects"], max_active_exports=1).app()
+    )
+    job_id = create(api).json()["id"]
+    refused = client.post(f"/jobs/{job_id}/rerun", follow_redirects=False,
+                          headers={"Cookie": f"rx_token={api['tokens']['alice']}"})  # fmt: skip
+    assert (refused.status_code, refused.headers["content-type"]) == (429, HTML)
+    assert "at most 1 may be at once" in refused.text
+    assert "Sign in" not in refused.text

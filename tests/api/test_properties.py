@@ -13,7 +13,6 @@ The number of examples comes from $REPORTEXPORT_EXAMPLES (the CI profile bounds 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,12 @@ from hypothesis import strategies as st
 from reportexport import cli
 from reportexport.store import Database
 from tests.api.test_api import runtime_for
+from tests.conftest import EXAMPLES
 from tests.exports.conftest import catalog_for
 from tests.exports.conftest import jobs_db as jobs_db
 from tests.exports.conftest import local_objects as local_objects
 from tests.exports.conftest import sources_dir as sources_dir
 
-EXAMPLES = int(os.environ.get("REPORTEXPORT_EXAMPLES", "60"))
 PROFILE = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -222,4 +221,4 @@ def test_a_lone_surrogate_on_the_command_line_is_one_line_and_exit_2(
         assert len(err.strip().splitlines()) == 1, err
         err.encode("utf-8")
     assert cli.main(["export", "everything", "--param", "s=1", "--param", "s=2"]) == 2
-    assert "given twice" in capsys.readouterr().err
+    assert "is given more than once" in capsys.readouterr().err

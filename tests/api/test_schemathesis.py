@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.api.test_serve import free_port, wait_until_up
+from tests.conftest import EXAMPLES
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
-EXAMPLES = os.environ.get("REPORTEXPORT_EXAMPLES", "25")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_schemathesis_finds_nothing_with_every_check_and_phase(service: tuple[st
     base, token = service
     done = subprocess.run(
         [str(SCHEMATHESIS), "run", f"{base}/openapi.json", "--checks", "all",
-         "--header", f"Authorization: Bearer {token}", "--max-examples", EXAMPLES,
+         "--header", f"Authorization: Bearer {token}", "--max-examples", str(EXAMPLES),
          "--workers", "1", "--phases", "examples,coverage,fuzzing,stateful"],
         capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip

@@ -181,7 +181,7 @@ def test_a_private_destination_is_refused_without_the_development_setting(
     EffectsRunner(db, context, GRAPH, RunnerSettings(), clock=clock).run_once()
     assert receiver.received == []
     row = effects_of(db, job_id)["emit_failed_webhook"]
-    assert "127.0.0.1 is loopback" in (row.last_error or "")
+    assert "127.0.0.1 is an address: webhook URLs name their host" in (row.last_error or "")
 
 
 @pytest.mark.parametrize("store", ["local", "s3"])

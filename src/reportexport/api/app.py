@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from reportexport import __version__
 from reportexport.api import problems
 from reportexport.api.deps import AppParts
+from reportexport.api.head import HeadAsGet
 from reportexport.api.openapi import refined_schema
 from reportexport.api.routes import exports, health, webhooks
 from reportexport.dashboard.routes import router as dashboard
@@ -37,6 +38,7 @@ def create_app(parts: AppParts) -> FastAPI:
     )
     app.state.parts = parts
     problems.install(app)
+    app.add_middleware(HeadAsGet)
     for router in ROUTERS:
         app.include_router(router)
 

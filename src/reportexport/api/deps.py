@@ -31,7 +31,6 @@ class AppParts:
     metrics: Callable[[], MetricsSnapshot]
     heartbeats: Callable[[], list[Heartbeat]]
     troubles: Callable[[], list[str]] = list
-    webhooks_allow_private: bool = False
 
 
 def parts(request: Request) -> AppParts:

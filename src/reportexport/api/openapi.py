@@ -14,24 +14,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from reportexport.api.deps import AppParts
-from reportexport.parameter_schema import END, parameters_schema
-
-# A name, or (where loopback and private ranges are allowed) an IPv4 address or [IPv6]; an
-# optional port; a path and query without spaces. A name's last label starts with a letter, so
-# no name reads as an address.
-_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_NAME = f"(?:{_LABEL}\\.)*[A-Za-z](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?"
-_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_IPV4 = f"(?:{_OCTET}\\.){{3}}{_OCTET}"
-_PORT = (
-    "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
-)
-_TARGET = "(?:/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?(?:\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?"
-
-
-def webhook_url_pattern(*, allow_private: bool) -> str:
-    host = f"(?:{_NAME}|{_IPV4})" if allow_private else _NAME
-    return f"^https?://{host}{_PORT}{_TARGET}{END}"
+from reportexport.parameter_schema import parameters_schema
+from reportexport.webhooks.ssrf import webhook_url_pattern
 
 
 def refined_schema(app: FastAPI, parts: AppParts) -> dict[str, Any]:
@@ -63,13 +47,15 @@ def refined_schema(app: FastAPI, parts: AppParts) -> dict[str, Any]:
         or [{"not": {}}],
     }
     webhook = components["WebhookIn"]
+    private = parts.webhooks.allow_private
     webhook["properties"]["url"] = {
         "type": "string",
         "maxLength": 2000,
-        "pattern": webhook_url_pattern(allow_private=parts.webhooks_allow_private),
+        "pattern": webhook_url_pattern(allow_private=private),
         "description": "where events are sent: http(s), a host name"
-        + (" or address" if parts.webhooks_allow_private else "")
-        + ", no credentials; every address the name resolves to is checked at each delivery",
+        + (" (or a loopback or private address)" if private else "")
+        + ", no credentials or fragment; every address the name resolves to is checked at "
+        "each delivery",
     }
     webhook["additionalProperties"] = False
     names = [query.name for query in queries]

@@ -38,6 +38,11 @@ from reportexport.text import printable
 MEDIA_TYPE = "application/problem+json"
 log = logging.getLogger("reportexport.api")
 
+# The framework's wording of a few refusals, in ours (the rule, not the parser's state).
+MESSAGES = {
+    "string_unicode": "not valid Unicode text (a lone surrogate): text must encode as UTF-8",
+}
+
 STATUS_OF: dict[type[ServiceError], int] = {
     NotFoundError: 404,
     ForbiddenError: 403,
@@ -134,6 +139,8 @@ def allowed_methods(request: Request) -> list[str]:
         regex = getattr(route, "path_regex", None)
         if regex is not None and regex.match(path):
             methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")  # see api/head.py
     return sorted(methods)
 
 
@@ -163,7 +170,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = [
-            {"location": ".".join(str(p) for p in e.get("loc", ())), "message": e.get("msg", "")}
+            {
+                "location": ".".join(str(p) for p in e.get("loc", ())),
+                "message": MESSAGES.get(e.get("type", ""), e.get("msg", "")),
+            }
             for e in exc.errors()
         ]
         detail = "; ".join(f"{e['location']}: {e['message']}" for e in errors)
@@ -221,10 +231,13 @@ class ProblemOnFailure:
 async def require_json(request: Request) -> None:
     """A body, if any, must be JSON: anything else is 415, not a confusing 422."""
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if kind and kind != "application/json" and not kind.endswith("+json"):
+    has_body = request.headers.get("content-length", "0") != "0" or (
+        "transfer-encoding" in request.headers
+    )
+    if (kind or has_body) and kind != "application/json" and not kind.endswith("+json"):
         raise ProblemError(
             415,
             "Unsupported Media Type",
-            f"send the body as application/json, not {kind}",
+            f"send the body as application/json, not {kind or 'without a Content-Type'}",
             headers={"Accept-Post": "application/json"},
         )

@@ -7,7 +7,6 @@ one-time key, so a double submit makes one job.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 from datetime import UTC, datetime
 from importlib import resources
@@ -21,10 +20,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from reportexport.api.deps import SESSION_COOKIE, AppParts, parts, signed_in
 from reportexport.api.problems import status_of
 from reportexport.job_status import CANCELS, TransitionError
-from reportexport.parameters import ParameterError
+from reportexport.parameters import ParameterError, single_values
 from reportexport.records import Job, User
 from reportexport.render import TABLE_HEADER, decision_rows, render_svg
-from reportexport.services.errors import ServiceError
+from reportexport.services.errors import NotFoundError, ServiceError
+from reportexport.services.exports import MAX_ID, JobView
+from reportexport.text import quoted
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(
@@ -56,13 +57,22 @@ def to_sign_in() -> RedirectResponse:
 
 
 def _job_id(text: str) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else None
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_ID))):
+        return None
+    number = int(text)
+    return number if 1 <= number <= MAX_ID else None
+
+
+def problem_page(
+    request: Request, user: User | None, status: int, title: str, detail: str, **context: Any
+) -> HTMLResponse:
+    response = page(request, "problem.html", user, title=title, detail=detail, **context)
+    response.status_code = status
+    return response
 
 
 def _not_found(request: Request, user: User, job_id: str) -> HTMLResponse:
-    response = page(request, "sign_in.html", user, problem=f"No export {job_id}.")
-    response.status_code = 404
-    return response
+    return problem_page(request, user, 404, "Not found", f"There is no export {job_id} for you.")
 
 
 @router.get("/")
@@ -98,8 +108,8 @@ def jobs(request: Request, status: str = "", owner: str = "", saved_query: str =
     if user is None:
         return to_sign_in()
     app: AppParts = parts(request)
-    filters = {
-        "status": status if status in app.graph.states else None,
+    filters: dict[str, Any] = {
+        "status": status or None,
         "saved_query": saved_query or None,
         "owner": (owner or None) if user.role == "operator" else user.name,
     }
@@ -113,7 +123,10 @@ def jobs(request: Request, status: str = "", owner: str = "", saved_query: str =
         ).jobs
     except ServiceError as exc:
         listed, filters["problem"] = (), exc.detail
-    return page(request, "jobs.html", user, jobs=listed, filters=filters, elapsed=_elapsed)
+    response = page(request, "jobs.html", user, jobs=listed, filters=filters, elapsed=_elapsed)
+    if "problem" in filters:
+        response.status_code = 422
+    return response
 
 
 @router.get("/jobs/{job_id}")
@@ -128,8 +141,14 @@ def job_page(request: Request, job_id: str) -> Response:
         view = None
     if view is None:
         return _not_found(request, user, job_id)
+    return _job_page(request, user, view)
+
+
+def _job_page(
+    request: Request, user: User, view: JobView, problem: str | None = None, status: int = 200
+) -> HTMLResponse:
     detail = view.detail
-    return page(
+    response = page(
         request,
         "job.html",
         user,
@@ -137,7 +156,10 @@ def job_page(request: Request, job_id: str) -> Response:
         history=detail.history,
         side_effects=detail.side_effects,
         rerun_key=secrets.token_urlsafe(16),
+        problem=problem,
     )
+    response.status_code = status
+    return response
 
 
 @router.post("/jobs/{job_id}/cancel")
@@ -148,8 +170,14 @@ def cancel(request: Request, job_id: str) -> Response:
     number = _job_id(job_id)
     if number is None:
         return _not_found(request, user, job_id)
-    with contextlib.suppress(TransitionError, ServiceError):  # the job page shows where it is
-        parts(request).exports.cancel(user, number)
+    exports = parts(request).exports
+    try:
+        exports.cancel(user, number)
+    except NotFoundError:
+        return _not_found(request, user, job_id)
+    except TransitionError as exc:
+        why = f"This export cannot be canceled now ({exc.code})."
+        return _job_page(request, user, exports.job(user, number), why, status=409)
     return RedirectResponse(f"/jobs/{number}", status_code=303)
 
 
@@ -163,12 +191,10 @@ def rerun(request: Request, job_id: str, key: str = Form("")) -> Response:
         return _not_found(request, user, job_id)
     try:
         created = parts(request).exports.rerun(user, number, idempotency_key=key or None)
+    except NotFoundError:
+        return _not_found(request, user, job_id)
     except ServiceError as exc:
-        if exc.title == "Not found":
-            return _not_found(request, user, job_id)
-        response = page(request, "sign_in.html", user, problem=exc.detail)
-        response.status_code = status_of(exc)
-        return response
+        return problem_page(request, user, status_of(exc), exc.title, exc.detail, job_id=number)
     return RedirectResponse(f"/jobs/{created.job.id}", status_code=303)
 
 
@@ -196,15 +222,23 @@ async def create(request: Request) -> Response:
     user = signed_in(request)
     if user is None:
         return to_sign_in()
-    form = {str(k): v for k, v in (await request.form()).items() if isinstance(v, str)}
-    name = form.pop("saved_query", "")
-    key = form.pop("key", "") or None
+    fields = [(str(k), v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
     exports = parts(request).exports
     queries = exports.saved_queries()
+    repeated: ParameterError | None = None
+    try:
+        form = single_values(fields)
+    except ParameterError as exc:
+        form, repeated = dict(fields), exc
+    name = form.pop("saved_query", "")
+    key = form.pop("key", "") or None
     query = next((q for q in queries if q.name == name), None)
     if query is None:
-        return RedirectResponse("/exports/new", status_code=303)
+        detail = f"There is no saved query {quoted(name)}."
+        return problem_page(request, user, 404, "No such saved query", detail)
     try:
+        if repeated is not None:
+            raise repeated
         created = exports.create(
             user,
             name,

@@ -73,6 +73,14 @@ class ObjectStore(Protocol):
 
     def download_url(self, key: str, file_name: str, expires_in: int) -> str: ...
 
+    def claim(self, owner: str) -> str:
+        """Mark this store as the job store `owner`'s unless it carries a mark already;
+        returns the mark it carries now (another job store's id means: not yours)."""
+        ...
+
+
+OWNER_MARK = "reportexport-store"  # at the store's root; never listed, never swept
+
 
 def final_key(job_id: int, file_name: str) -> str:
     return f"exports/{job_id}/{file_name}"

@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from reportexport.links import sign_download
 from reportexport.objects import (
+    OWNER_MARK,
     ObjectExistsError,
     ObjectInfo,
     ObjectKeyError,
@@ -131,6 +132,17 @@ class LocalObjectStore:
         if not self.link_secret:
             raise ValueError("the local object store needs a link secret to sign downloads")
         return "/api/downloads/" + sign_download(self.link_secret, key, file_name, expires_in)
+
+    def claim(self, owner: str) -> str:
+        mark = self.root / f".{OWNER_MARK}"
+        with _writing(self.root):
+            try:
+                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return mark.read_text(encoding="utf-8").strip()
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(owner + "\n")
+        return owner
 
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()

@@ -18,6 +18,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from reportexport.objects import (
+    OWNER_MARK,
     ObjectExistsError,
     ObjectInfo,
     ObjectStoreError,
@@ -172,11 +173,27 @@ class S3ObjectStore:
             if exc.response.get("Error", {}).get("Code") != "NoSuchUpload":
                 raise
 
+    def claim(self, owner: str) -> str:
+        key = self.full(OWNER_MARK)
+        with _writing(self):
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket, Key=key, Body=owner.encode(), IfNoneMatch="*"
+                )
+                return owner
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "412"):
+                    raise
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            return str(body.read().decode("utf-8").strip())
+
     def list_objects(self) -> Iterator[ObjectInfo]:
         prefix = self.full("")
         paginator = self.client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
             for item in page.get("Contents", ()):
+                if item["Key"] == self.full(OWNER_MARK):
+                    continue
                 yield ObjectInfo(
                     key=self.relative(item["Key"]),
                     size=int(item["Size"]),

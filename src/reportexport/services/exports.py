@@ -25,6 +25,7 @@ from reportexport.catalog import Catalog, SavedQuery
 from reportexport.csvschema import file_schema, schema_file_name
 from reportexport.exports import new_export
 from reportexport.job_status import STATES
+from reportexport.lifecycle import EFFECTS
 from reportexport.links import LinkError, verify_download
 from reportexport.objects import ObjectKeyError, ObjectStore
 from reportexport.parameters import ParameterError
@@ -175,7 +176,7 @@ class ExportService:
         `from_text` takes parameter values as text (a form, the command line); otherwise as
         typed JSON. ParameterError names a parameter and its rule; OverLimitError a limit.
         """
-        key = _idempotency_key(idempotency_key)
+        key = _scoped_key(_idempotency_key(idempotency_key), person.name, person.name)
         query = self.catalog.queries.get(saved_query)
         if query is None:
             raise InvalidInputError(
@@ -196,12 +197,12 @@ class ExportService:
 
     def rerun(self, person: Person, job_id: int, *, idempotency_key: str | None = None) -> Created:
         """The job again, as the catalog has its saved query now, for the job's owner."""
-        key = _idempotency_key(idempotency_key)
         old = self.job(person, job_id).detail.job
+        key = _scoped_key(_idempotency_key(idempotency_key), person.name, old.owner)
         query = self.catalog.queries.get(old.saved_query)
         if query is None:
             raise ConflictError(
-                f"the saved query {old.saved_query!r} is no longer in the catalog",
+                f"the saved query {quoted(old.saved_query)} is no longer in the catalog",
                 title="Saved query removed",
             )
         try:
@@ -216,7 +217,7 @@ class ExportService:
             )
         except ParameterError as exc:
             raise ConflictError(
-                f"the saved query {old.saved_query!r} changed and no longer takes this job's "
+                f"the saved query {quoted(old.saved_query)} changed and no longer takes this job's "
                 f"parameters: {exc}",
                 title="Saved query changed",
             ) from None
@@ -311,6 +312,10 @@ class ExportService:
         """An operator tries a given-up side effect again."""
         if not is_operator(person):
             raise ForbiddenError("only operators re-drive side effects")
+        if effect not in EFFECTS:
+            raise InvalidInputError(
+                "effect", "unknown", f"{quoted(effect)} is not a side effect of the lifecycle"
+            )
         self.job(person, job_id)
         if not self.effects.redrive_side_effect(job_id, effect, now=self.clock()):
             raise ConflictError(
@@ -405,7 +410,17 @@ def _idempotency_key(key: str | None) -> str | None:
     if key is None:
         return None
     problem = unsafe_text(key)
+    if problem is None and not key.isprintable():
+        problem = "holds a control character"
     if problem is not None or not key or len(key) > MAX_KEY_LENGTH:
         why = problem or f"must be 1 to {MAX_KEY_LENGTH} characters"
         raise InvalidInputError("Idempotency-Key", "text", f"the Idempotency-Key {why}")
     return key
+
+
+def _scoped_key(key: str | None, requester: str, owner: str) -> str | None:
+    """Keys belong to who sends them: an operator's key on someone's job is kept apart from
+    the owner's own keys (joined by a newline, which no key holds)."""
+    if key is None or requester == owner:
+        return key
+    return f"{requester}\n{key}"

@@ -6,12 +6,11 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from reportexport.records import User
+from reportexport.records import ROLES, User
 from reportexport.services.errors import ConflictError, InvalidInputError
-from reportexport.store import StoreError, Users
+from reportexport.store import UserExistsError, Users
 from reportexport.text import unsafe_text
 
-ROLES = ("user", "operator")
 # Names appear in URLs, logs and CSV-free places alike: keep them plain.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 MAX_TOKEN_LENGTH = 200
@@ -44,7 +43,7 @@ class PeopleService:
             raise ConflictError(f"a user named {name!r} already exists", title="User exists")
         try:
             return self.users.add_user(name, role)
-        except StoreError as exc:  # a concurrent add of the same name
+        except UserExistsError as exc:  # a concurrent add of the same name
             raise ConflictError(str(exc), title="User exists") from None
 
     def get(self, name: str) -> User | None:

@@ -25,7 +25,7 @@ from reportexport.services.errors import (
 )
 from reportexport.services.exports import MAX_ID, Person, is_operator
 from reportexport.store import GlobalEndpointExistsError, Users, WebhookEndpoints
-from reportexport.text import quoted
+from reportexport.text import quoted, unsafe_text
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import new_secret, signed_headers
 from reportexport.webhooks.ssrf import (
@@ -37,6 +37,7 @@ from reportexport.webhooks.ssrf import (
 )
 
 MAX_URL_LENGTH = 2000
+MAX_OVERLAP_HOURS = 720
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +69,8 @@ class WebhookService:
         """A new endpoint (its secret is shown once) for `owner` (default: the person)."""
         if everyone and not is_operator(person):
             raise ForbiddenError("only operators register the global endpoint")
+        if owner is not None and unsafe_text(owner) is not None:
+            raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
         if owner is not None and owner != person.name and not is_operator(person):
             raise ForbiddenError("only operators register endpoints for someone else")
         if len(url) > MAX_URL_LENGTH:
@@ -95,12 +98,18 @@ class WebhookService:
 
     def list(self, person: Person, owner: str | None = None) -> list[WebhookEndpoint]:
         """A person's endpoints; an operator's: every endpoint, or one owner's."""
+        if owner is not None and unsafe_text(owner) is not None:
+            raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
         return self.endpoints.list_webhook_endpoints(owner if is_operator(person) else person.name)
 
     def rotate(
         self, person: Person, endpoint_id: int, *, overlap_hours: float = 24.0
     ) -> WebhookEndpoint:
-        """A new secret; the old one keeps signing for `overlap_hours`."""
+        """A new secret; the old one keeps signing for `overlap_hours` (0 to 720)."""
+        if not 0 <= overlap_hours <= MAX_OVERLAP_HOURS:  # NaN fails both comparisons
+            raise InvalidInputError(
+                "overlap_hours", "range", f"the overlap is 0 to {MAX_OVERLAP_HOURS} hours"
+            )
         self.endpoint(person, endpoint_id)
         until = self.clock() + timedelta(hours=overlap_hours)
         try:

@@ -157,8 +157,7 @@ class DuckdbSource:
             reader.abandon()
             reader.join()
             con.close()
-            os.unlink(fifo)
-            os.rmdir(folder)
+            shutil.rmtree(folder, ignore_errors=True)  # gone already if /tmp was cleaned
 
 
 class _FifoReader(threading.Thread):

@@ -44,6 +44,7 @@ from reportexport.store.errors import (
     UnsupportedDatabaseError,
 )
 from reportexport.store.schema import SchemaStatus
+from reportexport.store.users import UserExistsError
 
 __all__ = [
     "Claim",
@@ -73,6 +74,7 @@ __all__ = [
     "StoreUnavailableError",
     "TransientStoreError",
     "UnsupportedDatabaseError",
+    "UserExistsError",
     "WebhookEndpoints",
     "open_database",
 ]

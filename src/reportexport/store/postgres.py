@@ -34,7 +34,9 @@ from reportexport.store.schema import (
     FINGERPRINT_KEY,
     GRAPH_KEY,
     SCHEMA_VERSION_KEY,
+    STORE_ID_KEY,
     SchemaStatus,
+    new_store_id,
     redact,
 )
 
@@ -141,6 +143,7 @@ class PostgresDatabase(SqlOperations):
             latest_version=len(migration_files("postgres")),
             fingerprint=meta.get(FINGERPRINT_KEY),
             fixture_fingerprint=self.graph.fingerprint,
+            store_id=meta.get(STORE_ID_KEY),
         )
 
     def upgrade(self) -> SchemaStatus:
@@ -159,6 +162,8 @@ class PostgresDatabase(SqlOperations):
                 conn.execute(postgres_graph_sql(self.graph).encode())
                 updates[FINGERPRINT_KEY] = self.graph.fingerprint
                 updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
+            if STORE_ID_KEY not in meta:
+                updates[STORE_ID_KEY] = new_store_id()
             with conn.cursor() as cur:
                 cur.executemany(SQL["set_meta"], list(updates.items()))
         return self.schema_status()

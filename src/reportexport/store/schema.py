@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from reportexport.store.errors import SchemaMismatchError
@@ -9,6 +10,13 @@ from reportexport.store.errors import SchemaMismatchError
 SCHEMA_VERSION_KEY = "schema_version"
 FINGERPRINT_KEY = "graph_fingerprint"
 GRAPH_KEY = "graph_document"
+# Which job store this is: the object store it writes into carries the same id, so two job
+# stores can never share one object store (the sweeper would delete each other's files).
+STORE_ID_KEY = "store_id"
+
+
+def new_store_id() -> str:
+    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,6 +25,7 @@ class SchemaStatus:
     latest_version: int
     fingerprint: str | None
     fixture_fingerprint: str
+    store_id: str | None = None
 
     @property
     def current(self) -> bool:

@@ -27,7 +27,9 @@ from reportexport.store.schema import (
     FINGERPRINT_KEY,
     GRAPH_KEY,
     SCHEMA_VERSION_KEY,
+    STORE_ID_KEY,
     SchemaStatus,
+    new_store_id,
 )
 
 SQL = load_queries("sqlite")
@@ -124,6 +126,7 @@ class SqliteDatabase(SqlOperations):
             latest_version=len(migration_files("sqlite")),
             fingerprint=meta.get(FINGERPRINT_KEY),
             fixture_fingerprint=self.graph.fingerprint,
+            store_id=meta.get(STORE_ID_KEY),
         )
 
     def upgrade(self) -> SchemaStatus:
@@ -144,6 +147,8 @@ class SqliteDatabase(SqlOperations):
             if graph_changed:
                 updates[FINGERPRINT_KEY] = self.graph.fingerprint
                 updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
+            if STORE_ID_KEY not in meta:
+                updates[STORE_ID_KEY] = new_store_id()
             conn.executemany(SQL["set_meta"], updates.items())
             conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:

@@ -6,17 +6,19 @@ import hashlib
 import secrets
 from datetime import datetime
 
-from reportexport.records import User
+from reportexport.records import ROLES, User
 from reportexport.store.effects import EffectsQueries
 from reportexport.store.errors import StoreError
 from reportexport.store.rows import from_row
-
-ROLES = ("user", "operator")
 
 
 def token_hash(token: str) -> str:
     # Tokens are 256 random bits, so a plain hash is enough; no slow KDF is needed.
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+class UserExistsError(StoreError):
+    """A user of that name exists already."""
 
 
 class UsersQueries(EffectsQueries):
@@ -31,7 +33,7 @@ class UsersQueries(EffectsQueries):
             )
         except Exception as exc:  # the drivers' unique-violation errors differ
             if "unique" in str(exc).lower():
-                raise StoreError(f"a user named {name!r} already exists") from exc
+                raise UserExistsError(f"a user named {name!r} already exists") from exc
             raise
         return self._user(row), token
 

@@ -102,7 +102,42 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-_HOST_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
+# The form of a webhook URL, as one regular expression that registration applies and the
+# OpenAPI document publishes (ECMA-262 and Python read it alike): http or https; a host name of
+# ASCII labels, the last starting with a letter, 253 characters at most (or, where loopback and
+# private ranges are allowed, such an address: 127/8, 10/8, 172.16/12, 192.168/16, [::1]); an
+# optional port 1-65535; a path and a query of plain URL characters; no credentials, no fragment.
+_END = "(?![\\s\\S])"  # the end of the text in both dialects ($ also matches before a \n)
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_TOP = "[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_NAME = f"(?=[A-Za-z0-9.-]{{1,253}}(?:[:/?]|{_END}))(?:{_LABEL}\\.)*{_TOP}"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_PRIVATE = (
+    f"(?:127(?:\\.{_OCTET}){{3}}|10(?:\\.{_OCTET}){{3}}"
+    f"|172\\.(?:1[6-9]|2[0-9]|3[01])(?:\\.{_OCTET}){{2}}|192\\.168(?:\\.{_OCTET}){{2}}|\\[::1\\])"
+)
+_PORT = (
+    "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
+)
+_TARGET = "(?:/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?(?:\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?"
+
+
+PORT_RULE = "the webhook URL's port must be a number 1 to 65535"
+DEVELOPMENT_ADDRESSES = tuple(
+    ipaddress.ip_network(n)
+    for n in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "::1/128")
+)
+
+
+def webhook_url_pattern(*, allow_private: bool) -> str:
+    """The accepted form of a webhook URL (see above), anchored at both ends."""
+    host = f"(?:{_NAME}|{_PRIVATE})" if allow_private else _NAME
+    return f"^https?://{host}{_PORT}{_TARGET}{_END}"
+
+
+_FORMS = {
+    private: re.compile(webhook_url_pattern(allow_private=private)) for private in (False, True)
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,34 +151,50 @@ class WebhookUrl:
     literal: IPAddress | None  # the host, when it is an address rather than a name
 
 
-def parse_webhook_url(url: str) -> WebhookUrl:
-    """The parts of an http(s) URL with a host and no credentials; UnsafeDestinationError
-    names what is wrong."""
+def parse_webhook_url(url: str, *, allow_private: bool = False) -> WebhookUrl:
+    """The parts of a webhook URL of the accepted form; UnsafeDestinationError says what is
+    wrong (the common mistakes by name, anything else by the form it must have)."""
     problem = unsafe_text(url)
     if problem is not None:
         raise UnsafeDestinationError(f"the webhook URL {problem}")
-    if any(ch.isspace() or ord(ch) < 0x20 for ch in url):
-        raise UnsafeDestinationError("the webhook URL contains white space or control characters")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        if "port" in str(exc).lower():
+            raise UnsafeDestinationError(PORT_RULE) from None
+        raise UnsafeDestinationError(f"the webhook URL cannot be read: {exc}") from None
     if parts.scheme not in ("http", "https"):
         raise UnsafeDestinationError(f"webhook URLs must be http or https, not {parts.scheme!r}")
-    if not parts.hostname:
-        raise UnsafeDestinationError("the webhook URL has no host")
     if parts.username is not None or parts.password is not None:
         raise UnsafeDestinationError("credentials in webhook URLs are not accepted")
-    try:
-        port = parts.port
-    except ValueError:
-        raise UnsafeDestinationError("the webhook URL's port must be a number 1 to 65535") from None
+    if not parts.hostname:
+        raise UnsafeDestinationError("the webhook URL has no host")
+    if "#" in url:
+        raise UnsafeDestinationError("a webhook URL has no fragment (#...)")
     if port == 0:
-        raise UnsafeDestinationError("the webhook URL's port must be a number 1 to 65535")
+        raise UnsafeDestinationError(PORT_RULE)
     host = parts.hostname
     try:
         literal: IPAddress | None = ipaddress.ip_address(host)
     except ValueError:
         literal = None
-        if not _is_host_name(host):
-            raise UnsafeDestinationError(f"{host!r} is not a host name or address") from None
+    if literal is not None and not allow_private:
+        raise UnsafeDestinationError(
+            f"{host} is an address: webhook URLs name their host (addresses are for "
+            "development, with webhooks_allow_private)"
+        )
+    if literal is not None and not any(literal in network for network in DEVELOPMENT_ADDRESSES):
+        why = refusal(literal, allow_private=True) or f"{literal} is a global address"
+        raise UnsafeDestinationError(
+            f"{why}: in development a webhook URL may name a loopback or private address "
+            "(127/8, 10/8, 172.16/12, 192.168/16, [::1]), other hosts by name"
+        )
+    if not _FORMS[allow_private].fullmatch(url):
+        raise UnsafeDestinationError(
+            "the webhook URL must be http(s)://host[:port][/path][?query] with an ASCII host "
+            "name (labels of letters, digits and hyphens; IDN as xn--) and plain URL characters"
+        )
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return WebhookUrl(
         scheme=parts.scheme,
@@ -154,25 +205,12 @@ def parse_webhook_url(url: str) -> WebhookUrl:
     )
 
 
-def _is_host_name(host: str) -> bool:
-    try:
-        ascii_host = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return False
-    labels = ascii_host.rstrip(".").split(".")
-    return len(ascii_host) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
-
-
 def check_webhook_url(url: str, *, allow_private: bool = False) -> WebhookUrl:
-    """What can be refused when an endpoint is registered, without DNS: the URL's form, and an
-    address written in it. A name is resolved, and every address it resolves to checked, at
-    each delivery (`check_destination`): DNS answers change, so only that check protects."""
-    parsed = parse_webhook_url(url)
-    if parsed.literal is not None:
-        why = refusal(parsed.literal, allow_private=allow_private)
-        if why is not None:
-            raise UnsafeDestinationError(why)
-    return parsed
+    """What can be refused when an endpoint is registered, without DNS: the URL's form (an
+    address only where loopback and private ranges are allowed). A name is resolved, and every
+    address it resolves to checked, at each delivery (`check_destination`): DNS answers change,
+    so only that check protects."""
+    return parse_webhook_url(url, allow_private=allow_private)
 
 
 def check_destination(

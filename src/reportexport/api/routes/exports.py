@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
 from reportexport.api.deps import CurrentUser, JobIdIn, Parts
+from reportexport.api.head import is_head
 from reportexport.api.models import (
     CsvSchemaOut,
     ExportIn,
@@ -21,7 +22,7 @@ from reportexport.api.models import (
 from reportexport.api.problems import require_json
 from reportexport.services.exports import MAX_ID, MAX_KEY_LENGTH, MAX_PAGE, StoredFile
 
-router = APIRouter()
+router = APIRouter(responses=problems(405))  # a method this path does not answer
 
 IdempotencyKey = Annotated[
     str | None,
@@ -206,18 +207,18 @@ def export_schema(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JSONRespo
         **problems(403, 410),
     },
 )
-def serve_download(token: str, parts: Parts) -> StreamingResponse:
+def serve_download(token: str, parts: Parts, request: Request) -> Response:
     """The file a signed link names (the local object store's links; S3 links go to S3)."""
     stored = parts.exports.open_link(token)
     media = "application/gzip" if stored.file_name.endswith(".gz") else "text/csv; charset=utf-8"
-    return StreamingResponse(
-        _chunks(stored),
-        media_type=media,
-        headers={
-            "Content-Disposition": f'attachment; filename="{stored.file_name}"',
-            "Content-Length": str(stored.size),
-        },
-    )
+    headers = {
+        "Content-Disposition": f'attachment; filename="{stored.file_name}"',
+        "Content-Length": str(stored.size),
+    }
+    if is_head(request):  # the headers only: no need to read the file
+        stored.stream.close()
+        return Response(media_type=media, headers=headers)
+    return StreamingResponse(_chunks(stored), media_type=media, headers=headers)
 
 
 def _chunks(stored: StoredFile) -> Any:

@@ -10,9 +10,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from reportexport.api.deps import Parts
 from reportexport.api.metrics import StoreCollector, metrics_text
-from reportexport.api.models import Health, Readiness
+from reportexport.api.models import Health, Readiness, problems
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], responses=problems(405))
 
 
 @router.get("/healthz", response_model=Health, operation_id="healthz")
