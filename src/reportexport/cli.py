@@ -54,8 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ROLE",
         help="PostgreSQL: also create a login role that uses the tables without owning them",
     )
-    check = _action(db_actions, "check", "exit 1 unless the schema is current")
+    check = _action(db_actions, "check", "exit 1 unless the schema and its guards are current")
     _database_option(check)
+    check.add_argument(
+        "--behaviour",
+        action="store_true",
+        help="also try every move and refusal on the live database (rolled back) against the "
+        "fixture",
+    )
 
     demo = _command(commands, "demo", "build the demo data set, its catalog and the job store")
     _service_options(demo)

@@ -346,10 +346,27 @@ def cmd_db_upgrade(runtime: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+BEHAVIOUR_FINDINGS_SHOWN = 20
+
+
 def cmd_db_check(runtime: Runtime, args: argparse.Namespace) -> int:
+    """Exit 1 unless the schema is current, its guards are what `db upgrade` installs and,
+    with --behaviour, the live database refuses and accepts exactly what the fixture says."""
     url = runtime.database_label
-    status = runtime.unchecked_database().schema_status()
+    database = runtime.unchecked_database()
+    status = database.schema_status()
     problems = status.problems()
+    if status.version and status.definitions_installed != status.definitions_recorded:
+        problems += database.installed_definitions().differences(database.expected_definitions())
+    if args.behaviour and status.version:
+        report = database.probe()
+        shown = report.findings[:BEHAVIOUR_FINDINGS_SHOWN]
+        problems += [f"behaviour: {finding}" for finding in shown]
+        if len(report.findings) > len(shown):
+            problems.append(f"behaviour: and {len(report.findings) - len(shown)} more findings")
+        if not report.findings:
+            tried = f"{report.moves} moves and {report.refusals} refusals tried, all rolled back"
+            print(f"{url}: behaves as the fixture says: {tried}")
     for problem in problems:
         say(f"{url}: {problem}")
     if problems:

@@ -37,7 +37,13 @@ from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.people import PeopleService
 from reportexport.services.webhooks import WebhookService
 from reportexport.settings import Settings, SettingsError
-from reportexport.store import Database, JobQueue, StoreError, open_database
+from reportexport.store import (
+    Database,
+    JobQueue,
+    SchemaMismatchError,
+    StoreError,
+    open_database,
+)
 from reportexport.store.schema import redact
 from reportexport.text import printable
 
@@ -144,6 +150,8 @@ class Runtime:
                 database.upgrade()
             else:
                 database = self._open_database()
+        except SchemaMismatchError as exc:  # for the operator to fix: exit 2
+            raise SetupError(str(exc)) from None
         except StoreError as exc:
             raise SetupError(str(exc), exit_code=1) from None
         return database

@@ -215,8 +215,13 @@ def _sqlite_effect_triggers(graph: Graph) -> list[str]:
     return statements
 
 
+# Every SQLite trigger named so belongs to the graph: `db upgrade` drops those of states that
+# left the fixture.
+SQLITE_EFFECTS_TRIGGER_PREFIX = "jobs_side_effects_of_"
+
+
 def _effects_trigger(state: str) -> str:
-    return f"jobs_side_effects_of_{state}"
+    return SQLITE_EFFECTS_TRIGGER_PREFIX + state
 
 
 def _raise(message: str) -> str:

@@ -32,6 +32,7 @@ from reportexport.records import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from reportexport.store.definitions import Definitions
 from reportexport.store.effects import GlobalEndpointExistsError
 from reportexport.store.errors import (
     JobNotFoundError,
@@ -43,6 +44,7 @@ from reportexport.store.errors import (
     TransientStoreError,
     UnsupportedDatabaseError,
 )
+from reportexport.store.probe import ProbeReport
 from reportexport.store.schema import SchemaStatus
 from reportexport.store.users import UserExistsError
 
@@ -245,6 +247,18 @@ class Database(JobStore, JobQueue, EffectStore, WebhookEndpoints, Users, Heartbe
     def upgrade(self) -> SchemaStatus: ...
 
     def schema_status(self) -> SchemaStatus: ...
+
+    def installed_definitions(self) -> Definitions:
+        """The guards, triggers, constraints, indexes, columns and graph rows installed."""
+        ...
+
+    def expected_definitions(self) -> Definitions:
+        """The same, as the migrations and the graph SQL make them on an empty database."""
+        ...
+
+    def probe(self) -> ProbeReport:
+        """Every move and refusal tried on the live database (rolled back), against the graph."""
+        ...
 
     def close(self) -> None: ...
 

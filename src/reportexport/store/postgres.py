@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -22,6 +23,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import postgres_graph_sql
+from reportexport.store.definitions import GRAPH_TABLES, Definitions, graph_rows, normalized
 from reportexport.store.errors import (
     StoreError,
     StoreUnavailableError,
@@ -29,8 +31,10 @@ from reportexport.store.errors import (
     transition_error_in,
 )
 from reportexport.store.operations import SqlOperations
+from reportexport.store.probe import Probe, ProbeReport
 from reportexport.store.queries import load_queries, migration_files
 from reportexport.store.schema import (
+    DEFINITIONS_KEY,
     FINGERPRINT_KEY,
     GRAPH_KEY,
     SCHEMA_VERSION_KEY,
@@ -43,6 +47,7 @@ from reportexport.store.schema import (
 SQL = load_queries("postgres")
 NOTIFY_CHANNEL = "reportexport_jobs"
 UPGRADE_LOCK = 0x7265706F7274  # pg_advisory_xact_lock key: one upgrade at a time
+UPGRADE_ATTEMPTS = 5
 # Creates of one owner take a transaction-scoped advisory lock on a hash of the owner's name
 # (a collision only makes two owners wait for each other).
 OWNER_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
@@ -138,16 +143,36 @@ class PostgresDatabase(SqlOperations):
     def schema_status(self) -> SchemaStatus:
         with self._tx() as conn:
             meta = self._meta(conn)
+            installed = _definitions(conn).digest if meta else None
         return SchemaStatus(
             version=int(meta.get(SCHEMA_VERSION_KEY, 0)),
             latest_version=len(migration_files("postgres")),
             fingerprint=meta.get(FINGERPRINT_KEY),
             fixture_fingerprint=self.graph.fingerprint,
             store_id=meta.get(STORE_ID_KEY),
+            definitions_recorded=meta.get(DEFINITIONS_KEY),
+            definitions_installed=installed,
         )
 
     def upgrade(self) -> SchemaStatus:
-        """Apply pending migrations, then the graph if the fixture changed; one transaction."""
+        """Apply pending migrations, and the graph whenever the fixture changed or what is
+        installed differs from what the migrations and the graph make; one transaction.
+
+        It waits at most `lock_timeout` for each lock (live workers hold row locks for
+        moments), and tries again a few times rather than stall them behind its own locks.
+        """
+        expected = self.expected_definitions()
+        for attempt in range(UPGRADE_ATTEMPTS):
+            try:
+                self._upgrade(expected)
+                break
+            except TransientStoreError:
+                if attempt == UPGRADE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.5 * 2**attempt)
+        return self.schema_status()
+
+    def _upgrade(self, expected: Definitions) -> None:
         with self._tx() as conn:
             conn.execute("SET LOCAL statement_timeout = 0")  # a migration may take its time
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
@@ -158,15 +183,63 @@ class PostgresDatabase(SqlOperations):
                 if number > version:
                     conn.execute(migration.encode())
                     updates[SCHEMA_VERSION_KEY] = str(number)
-            if meta.get(FINGERPRINT_KEY) != self.graph.fingerprint:
+            graph_changed = meta.get(FINGERPRINT_KEY) != self.graph.fingerprint
+            if graph_changed or _definitions(conn) != expected:
                 conn.execute(postgres_graph_sql(self.graph).encode())
-                updates[FINGERPRINT_KEY] = self.graph.fingerprint
-                updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
+            still = _definitions(conn).differences(expected)
+            if still:
+                raise StoreError(
+                    "the job store holds objects db upgrade cannot make right: " + "; ".join(still)
+                )
+            updates[FINGERPRINT_KEY] = self.graph.fingerprint
+            updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
+            updates[DEFINITIONS_KEY] = expected.digest
             if STORE_ID_KEY not in meta:
                 updates[STORE_ID_KEY] = new_store_id()
             with conn.cursor() as cur:
                 cur.executemany(SQL["set_meta"], list(updates.items()))
-        return self.schema_status()
+
+    def installed_definitions(self) -> Definitions:
+        with self._tx() as conn:
+            return _definitions(conn)
+
+    def expected_definitions(self) -> Definitions:
+        """What every migration and the graph SQL make of an empty schema: built in a scratch
+        schema inside a transaction that is rolled back, and read back as PostgreSQL prints it."""
+        scratch = f"reportexport_scratch_{uuid.uuid4().hex[:12]}"
+        with self.pool.connection() as conn:
+            try:
+                conn.execute("SET LOCAL statement_timeout = 0")
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(scratch)))
+                # The same search path with the scratch schema in the real one's place, so the
+                # functions' `SET search_path FROM CURRENT` reads alike on both sides.
+                conn.execute(
+                    "SELECT set_config('search_path', %s, true)",
+                    (_search_path_with(conn, scratch),),
+                )
+                for _, _, migration in migration_files("postgres"):
+                    conn.execute(migration.encode())
+                conn.execute(postgres_graph_sql(self.graph).encode())
+                return _definitions(conn)
+            except psycopg.Error as exc:
+                raise _translated(exc) from exc
+            finally:
+                conn.rollback()
+
+    def probe(self) -> ProbeReport:
+        """The behaviour probe, in a transaction that is always rolled back."""
+        with self.pool.connection() as conn:
+
+            def run(statement: str) -> list[Any]:
+                cursor = conn.execute(statement.encode())
+                if cursor.description is None:
+                    return []
+                return [tuple(row.values()) for row in cursor.fetchall()]
+
+            try:
+                return Probe(self.graph, run, truncate=True).everything()
+            finally:
+                conn.rollback()
 
     def grant_service_role(self, role: str) -> bool:
         """Create (if needed) a login role that uses the tables without owning them.
@@ -270,3 +343,56 @@ def _translated(exc: psycopg.Error) -> Exception:
     if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57", "40", "55P03")):
         return TransientStoreError(f"the job store did not answer: {str(exc).strip()}")
     return exc
+
+
+def _search_path_with(conn: psycopg.Connection[dict[str, Any]], scratch: str) -> str:
+    row = conn.execute(
+        "SELECT current_schema() AS s, current_setting('search_path') AS p"
+    ).fetchone()
+    schema, path = (str(row["s"]), str(row["p"])) if row else ("public", "public")
+    parts = [part.strip() for part in path.split(",")]
+    replaced = [scratch if part.strip('"') == schema else part for part in parts]
+    return ", ".join(replaced if scratch in replaced else [scratch, *parts])
+
+
+def _definitions(conn: psycopg.Connection[dict[str, Any]]) -> Definitions:
+    """What the current schema holds, as PostgreSQL prints it."""
+    row = conn.execute("SELECT current_schema() AS s").fetchone()
+    schema = str(row["s"]) if row else "public"
+    items: dict[str, str] = {}
+    for kind, name, text in (
+        (r["kind"], r["name"], r["text"]) for r in conn.execute(_INVENTORY, {"schema": schema})
+    ):
+        items[f"{kind} {name}"] = normalized(str(text), schema)
+    if "table job_states" in items:
+        items |= graph_rows(
+            {t: [tuple(r.values()) for r in conn.execute(q)] for t, q in GRAPH_TABLES.items()}
+        )
+    return Definitions(items)
+
+
+# Every function, trigger (with whether it fires), constraint, index and column of the schema.
+_INVENTORY = """
+SELECT 'function' AS kind, p.proname AS name, pg_get_functiondef(p.oid) AS text
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = %(schema)s
+UNION ALL
+SELECT 'trigger', c.relname || '.' || t.tgname, pg_get_triggerdef(t.oid) || ' ' || t.tgenabled::text
+  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(schema)s AND NOT t.tgisinternal
+UNION ALL
+SELECT 'constraint', c.relname || '.' || k.conname, pg_get_constraintdef(k.oid)
+  FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(schema)s
+UNION ALL
+SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = %(schema)s
+UNION ALL
+SELECT 'table', table_name, table_name FROM information_schema.tables
+ WHERE table_schema = %(schema)s
+UNION ALL
+SELECT 'column', table_name || '.' || column_name,
+       data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+  FROM information_schema.columns WHERE table_schema = %(schema)s
+"""

@@ -13,6 +13,9 @@ GRAPH_KEY = "graph_document"
 # Which job store this is: the object store it writes into carries the same id, so two job
 # stores can never share one object store (the sweeper would delete each other's files).
 STORE_ID_KEY = "store_id"
+# The digest of the guards, triggers, constraints, indexes, columns and graph rows that the
+# migrations and the graph SQL make (see store/definitions.py), recorded by `db upgrade`.
+DEFINITIONS_KEY = "definitions_digest"
 
 
 def new_store_id() -> str:
@@ -26,10 +29,12 @@ class SchemaStatus:
     fingerprint: str | None
     fixture_fingerprint: str
     store_id: str | None = None
+    definitions_recorded: str | None = None
+    definitions_installed: str | None = None
 
     @property
     def current(self) -> bool:
-        return self.version == self.latest_version and self.fingerprint == self.fixture_fingerprint
+        return not self.problems()
 
     def problems(self) -> list[str]:
         found = []
@@ -46,6 +51,11 @@ class SchemaStatus:
             found.append(
                 f"the database holds the job status graph {_short(self.fingerprint)}, "
                 f"the fixture is {_short(self.fixture_fingerprint)}"
+            )
+        elif self.version and self.definitions_installed != self.definitions_recorded:
+            found.append(
+                "the guards and triggers installed differ from those `db upgrade` installed "
+                "(`reportexport db check` names them)"
             )
         return found
 

@@ -19,11 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from reportexport.graph import Graph
-from reportexport.graph_sql import sqlite_graph_sql
-from reportexport.store.errors import TransientStoreError, transition_error_in
+from reportexport.graph_sql import SQLITE_EFFECTS_TRIGGER_PREFIX, sqlite_graph_sql
+from reportexport.store.definitions import GRAPH_TABLES, Definitions, graph_rows, normalized
+from reportexport.store.errors import StoreError, TransientStoreError, transition_error_in
 from reportexport.store.operations import SqlOperations
+from reportexport.store.probe import Probe, ProbeReport
 from reportexport.store.queries import load_queries, migration_files
 from reportexport.store.schema import (
+    DEFINITIONS_KEY,
     FINGERPRINT_KEY,
     GRAPH_KEY,
     SCHEMA_VERSION_KEY,
@@ -120,42 +123,79 @@ class SqliteDatabase(SqlOperations):
         return {row["key"]: row["value"] for row in conn.execute("SELECT * FROM reportexport_meta")}
 
     def schema_status(self) -> SchemaStatus:
-        meta = self._meta(self._conn())
+        conn = self._conn()
+        meta = self._meta(conn)
         return SchemaStatus(
             version=int(meta.get(SCHEMA_VERSION_KEY, 0)),
             latest_version=len(migration_files("sqlite")),
             fingerprint=meta.get(FINGERPRINT_KEY),
             fixture_fingerprint=self.graph.fingerprint,
             store_id=meta.get(STORE_ID_KEY),
+            definitions_recorded=meta.get(DEFINITIONS_KEY),
+            definitions_installed=_definitions(conn).digest if meta else None,
         )
 
     def upgrade(self) -> SchemaStatus:
-        """Apply pending migrations, then the graph if the fixture changed; one transaction."""
+        """Apply pending migrations, and the graph whenever the fixture changed or what is
+        installed differs from what the migrations and the graph make; one transaction."""
         conn = self._conn()
         meta = self._meta(conn)
         version = int(meta.get(SCHEMA_VERSION_KEY, 0))
         pending = [(n, sql) for n, _, sql in migration_files("sqlite") if n > version]
-        graph_changed = meta.get(FINGERPRINT_KEY) != self.graph.fingerprint
-        # executescript commits whatever is open first, so the script opens the transaction
-        # itself and the metadata is written with bound parameters before the COMMIT.
-        script = ["BEGIN IMMEDIATE;", *(sql for _, sql in pending)]
-        if graph_changed:
-            script.append(sqlite_graph_sql(self.graph))
+        expected = self.expected_definitions()
         try:
-            conn.executescript("\n".join(script))
+            conn.execute("BEGIN IMMEDIATE")
+            for _, migration in pending:
+                _run_script(conn, migration)
+            graph_changed = meta.get(FINGERPRINT_KEY) != self.graph.fingerprint
+            if graph_changed or _definitions(conn) != expected:
+                _drop_graph_triggers(conn)
+                _run_script(conn, sqlite_graph_sql(self.graph))
+            still = _definitions(conn).differences(expected)
+            if still:
+                raise StoreError(
+                    "the job store holds objects db upgrade cannot make right: " + "; ".join(still)
+                )
             updates = {SCHEMA_VERSION_KEY: str(pending[-1][0])} if pending else {}
-            if graph_changed:
-                updates[FINGERPRINT_KEY] = self.graph.fingerprint
-                updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
+            updates[FINGERPRINT_KEY] = self.graph.fingerprint
+            updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
+            updates[DEFINITIONS_KEY] = expected.digest
             if STORE_ID_KEY not in meta:
                 updates[STORE_ID_KEY] = new_store_id()
             conn.executemany(SQL["set_meta"], updates.items())
             conn.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, StoreError) as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if isinstance(exc, StoreError):
+                raise
             raise _translated(exc) from exc
         return self.schema_status()
+
+    def installed_definitions(self) -> Definitions:
+        return _definitions(self._conn())
+
+    def expected_definitions(self) -> Definitions:
+        """What every migration and the graph SQL make of an empty database."""
+        scratch = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            for _, _, migration in migration_files("sqlite"):
+                scratch.executescript(migration)
+            scratch.executescript(sqlite_graph_sql(self.graph))
+            return _definitions(scratch)
+        finally:
+            scratch.close()
+
+    def probe(self) -> ProbeReport:
+        """The behaviour probe, in a write transaction that is always rolled back."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            return Probe(
+                self.graph, lambda sql: conn.execute(sql).fetchall(), truncate=False
+            ).everything()
+        finally:
+            conn.execute("ROLLBACK")
 
     # -- what SqlOperations needs ------------------------------------------------------------
 
@@ -213,6 +253,41 @@ def _read(conn: sqlite3.Connection) -> Iterator[None]:
         yield
     finally:
         conn.execute("COMMIT")
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Each statement of `script` inside the open transaction (executescript would commit)."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+    if statement.strip() and not statement.strip().startswith("--"):
+        conn.execute(statement)
+
+
+def _drop_graph_triggers(conn: sqlite3.Connection) -> None:
+    """The side-effect triggers of every state, those of states the fixture no longer has too."""
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, ?) = ?",
+        (len(SQLITE_EFFECTS_TRIGGER_PREFIX), SQLITE_EFFECTS_TRIGGER_PREFIX),
+    ).fetchall()
+    for (name,) in rows:
+        conn.execute(f'DROP TRIGGER "{name}"')
+
+
+def _definitions(conn: sqlite3.Connection) -> Definitions:
+    items = {
+        f"{kind} {name}": normalized(sql)
+        for kind, name, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master "
+            "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"
+        )
+    }
+    if "table job_states" in items:
+        items |= graph_rows({t: conn.execute(sql).fetchall() for t, sql in GRAPH_TABLES.items()})
+    return Definitions(items)
 
 
 def _translated(exc: sqlite3.DatabaseError) -> Exception:

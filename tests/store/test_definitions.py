@@ -1,0 +1,136 @@
+"""The database proves its own graph: installed guards compared with what `db upgrade` makes,
+and a behaviour probe compared with the fixture, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from reportexport import graph_sql
+from reportexport.store import Database, SchemaMismatchError, StoreError, open_database
+from tests.store.conftest import GRAPH, RawSql
+from tests.store.test_operations import new_job
+from tests.store.test_schema import run_cli
+
+LAX_POSTGRES = """
+CREATE OR REPLACE FUNCTION job_status_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.change_actor := NULL;
+    RETURN NEW;
+END $$;
+"""
+LAX_SQLITE = "DROP TRIGGER jobs_status_guard;"
+
+
+def lax(raw: RawSql) -> None:
+    """What a careless migration does: the status guard recreated without its checks."""
+    raw.execute(LAX_SQLITE if raw.sqlite else LAX_POSTGRES)
+
+
+def test_a_current_database_behaves_as_the_fixture_says(db: Database) -> None:
+    report = db.probe()
+    assert report.findings == []
+    moves = len(GRAPH.states) * len(GRAPH.states) * (len(GRAPH.actors) + 2)  # + none, unknown
+    assert report.moves == moves
+    assert report.refusals > 90
+    assert db.installed_definitions() == db.expected_definitions()
+    assert db.schema_status().current
+
+
+def test_the_probe_rolls_back_everything_it_tried(db: Database, raw: RawSql) -> None:
+    before = [raw.scalar(f"SELECT count(*) FROM {t}") for t in ("jobs", "job_history")]
+    db.probe()
+    assert [raw.scalar(f"SELECT count(*) FROM {t}") for t in ("jobs", "job_history")] == before
+
+
+def test_a_laxer_guard_is_named_refused_at_start_and_undone_by_upgrade(
+    database_url: str, raw: RawSql
+) -> None:
+    lax(raw)
+    with pytest.raises(SchemaMismatchError, match="guards and triggers installed differ"):
+        open_database(database_url, GRAPH)
+    check = run_cli("db", "check", "--database", database_url)
+    assert check.returncode == 1
+    assert "jobs_status_guard" in check.stderr or "job_status_guard" in check.stderr
+    probed = run_cli("db", "check", "--database", database_url, "--behaviour")
+    assert "behaviour: queued -> running by user: accepted, the fixture does not" in probed.stderr
+    assert run_cli("db", "upgrade", "--database", database_url).returncode == 0
+    with closing(open_database(database_url, GRAPH)) as database:
+        assert database.probe().findings == []
+    assert run_cli("db", "check", "--database", database_url, "--behaviour").returncode == 0
+
+
+def test_a_patched_generator_is_caught_by_the_probe_on_a_fresh_database(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The generator and the database agree with each other here; only the fixture does not."""
+    from reportexport.graph import Edge
+
+    weaker = (*GRAPH.transitions, Edge(from_status="failed", to_status="queued", actor="worker"))
+    patched_graph = dataclasses.replace(
+        GRAPH, terminal=("succeeded", "canceled"), transitions=weaker
+    )
+    original = {
+        name: getattr(graph_sql, name) for name in ("sqlite_graph_sql", "postgres_graph_sql")
+    }
+    for name, render in original.items():
+        monkeypatch.setattr(graph_sql, name, lambda graph, render=render: render(patched_graph))
+    from reportexport.store import postgres, sqlite
+
+    monkeypatch.setattr(sqlite, "sqlite_graph_sql", graph_sql.sqlite_graph_sql)
+    monkeypatch.setattr(postgres, "postgres_graph_sql", graph_sql.postgres_graph_sql)
+    if backend == "postgres":
+        url = str(request.getfixturevalue("empty_postgres_url"))
+    else:
+        url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    with closing(open_database(url, GRAPH, check=False)) as database:
+        database.upgrade()
+        assert database.installed_definitions() == database.expected_definitions()
+        findings = database.probe().findings
+    assert any(f.startswith("failed -> queued by worker: accepted") for f in findings), findings
+
+
+def test_an_object_added_by_hand_is_named_and_upgrade_will_not_bless_it(
+    database_url: str, raw: RawSql
+) -> None:
+    if raw.sqlite:
+        raw.execute("CREATE TRIGGER sneaky BEFORE UPDATE ON jobs BEGIN SELECT 1; END;")
+    else:
+        raw.execute(
+            "CREATE FUNCTION sneaky() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; "
+            "END $$; CREATE TRIGGER sneaky BEFORE UPDATE ON jobs FOR EACH ROW "
+            "EXECUTE FUNCTION sneaky();"
+        )
+    with closing(open_database(database_url, GRAPH, check=False)) as database:
+        differences = database.installed_definitions().differences(database.expected_definitions())
+        assert any("sneaky" in line and "not part of the schema" in line for line in differences)
+        with pytest.raises(StoreError, match=r"cannot make right.*sneaky"):
+            database.upgrade()
+
+
+def test_upgrade_waits_out_a_row_lock_instead_of_failing(postgres_url: str) -> None:
+    """A live worker holds row locks for moments; re-applying the graph needs the table."""
+    with closing(open_database(postgres_url, GRAPH)) as database:
+        job = database.create_job(new_job())[0]
+    with closing(RawSql(postgres_url)) as raw:
+        lax(raw)
+    holder = psycopg.connect(postgres_url)
+    holder.execute(f"UPDATE jobs SET bytes_written = 1 WHERE id = {job.id}".encode())
+    release = threading.Timer(3.0, holder.rollback)
+    release.start()
+    started = time.monotonic()
+    try:
+        with closing(open_database(postgres_url, GRAPH, check=False, lock_timeout_seconds=1)) as db:
+            db.upgrade()
+            assert db.schema_status().current
+    finally:
+        release.cancel()
+        holder.close()
+    assert time.monotonic() - started >= 2  # it waited for the lock, and got through
