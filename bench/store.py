@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from ratios import Ratio, interleave, ratio
 
 from reportexport.graph import load_graph
 from reportexport.store import JobFilter, Outcome, open_database
@@ -77,7 +78,7 @@ class Databases:
 def prepare_store(url: str, jobs: int, *, enforced: bool) -> None:
     """Upgrade, optionally strip the guard triggers, and enqueue `jobs` queued jobs."""
     database = open_database(url, GRAPH, check=False)
-    database.upgrade()
+    database.schema.upgrade()
     database.close()
     if url.startswith("sqlite:"):
         import sqlite3
@@ -117,7 +118,7 @@ def verify_store(url: str, jobs: int) -> None:
     database = open_database(url, GRAPH)
     try:
         for status in (GRAPH.initial, "running"):
-            if database.list_jobs(JobFilter(status=status, limit=1)).jobs:
+            if database.jobs.list_jobs(JobFilter(status=status, limit=1)).jobs:
                 raise SystemExit(f"{url}: jobs left {status} after draining {jobs}")
     finally:
         database.close()
@@ -137,16 +138,16 @@ def our_worker(url: str, batch: int, combined: bool, start: Any, results: Any) -
     done = 0
     start.wait()
     began = time.monotonic()
-    claims = database.claim_jobs(worker, limit=batch, lease_seconds=300)
+    claims = database.queue.claim_jobs(worker, limit=batch, lease_seconds=300)
     while claims:
         outcomes = [Outcome(lease=c.lease, to_status="succeeded") for c in claims]
         if combined:
-            finished, claims = database.finish_and_claim(
+            finished, claims = database.queue.finish_and_claim(
                 outcomes, worker=worker, limit=batch, lease_seconds=300
             )
         else:
-            finished = database.finish_jobs(outcomes)
-            claims = database.claim_jobs(worker, limit=batch, lease_seconds=300)
+            finished = database.queue.finish_jobs(outcomes)
+            claims = database.queue.claim_jobs(worker, limit=batch, lease_seconds=300)
         if not all(finished):
             raise RuntimeError("a fenced finish failed without competition")
         done += len(outcomes)
@@ -353,6 +354,7 @@ def main() -> None:
     )
     p.add_argument("--no-peers", action="store_true", help="skip procrastinate and pgqueuer")
     p.add_argument("--processes", default="1,2,4")
+    p.add_argument("--repetitions", type=int, default=3, help="of each interleaved comparison")
     args = p.parse_args()
     counts = [int(n) for n in args.processes.split(",")]
     databases = Databases(args.postgres)
@@ -394,21 +396,33 @@ def main() -> None:
                 for batch in (1, 50):
                     results.append(ours(backend, processes, batch))
             results.append(ours(backend, 2, 1, combined=False))
-        print("enforcement cost: the same store code on the same schema, guard triggers dropped")
-        cost: dict[tuple[str, int], float] = {}
-        lean: dict[tuple[str, int], float] = {}
+        print(
+            "enforcement cost (the same store code, guard triggers dropped) and the lean "
+            f"raw-SQL client, interleaved, {args.repetitions} repetitions"
+        )
+        cost: dict[tuple[str, int], Ratio] = {}
+        lean: dict[tuple[str, int], Ratio] = {}
         for backend in ("sqlite", "postgresql"):
             for batch in (1, 50):
-                enforced = next(
-                    r for r in results
-                    if (r.system, r.backend, r.processes, r.batch)
-                    == ("reportexport", backend, 2, str(batch))
-                )  # fmt: skip
-                app = ours(backend, 2, batch, enforced=False, app_writes=True)
-                plain = ours(backend, 2, batch, enforced=False)
-                results += [app, plain]
-                cost[(backend, batch)] = plain.rate / enforced.rate
-                lean[(backend, batch)] = app.rate / enforced.rate
+
+                def rate(**how: bool) -> Callable[[], float]:
+                    def run() -> float:
+                        result = ours(backend, 2, batch, **how)  # noqa: B023 - run at once
+                        results.append(result)
+                        return result.rate
+
+                    return run
+
+                figures = interleave(
+                    {
+                        "enforced": rate(),
+                        "dropped": rate(enforced=False),
+                        "lean": rate(enforced=False, app_writes=True),
+                    },
+                    args.repetitions,
+                )
+                cost[(backend, batch)] = ratio(figures["dropped"], figures["enforced"])
+                lean[(backend, batch)] = ratio(figures["lean"], figures["enforced"])
         if not args.no_peers:
             print("peers on the same PostgreSQL (no-op jobs)")
             results += peers(args.jobs, databases, counts)
@@ -439,8 +453,8 @@ def peers(jobs: int, databases: Databases, counts: list[int]) -> list[Result]:
 
 def report(
     results: list[Result],
-    cost: dict[tuple[str, int], float],
-    lean: dict[tuple[str, int], float],
+    cost: dict[tuple[str, int], Ratio],
+    lean: dict[tuple[str, int], Ratio],
 ) -> None:
     print()
     print("| system | backend | processes | batch | jobs/s |")
@@ -481,16 +495,19 @@ def report(
             target = name != "pgqueuer (asyncpg)"
             lines.append((f"ratio to {name}, best of its settings, 2 processes", ratio,
                           ratio > 1 if target else None))  # fmt: skip
-    for (backend, batch), ratio in sorted(cost.items()):
-        limit = 1.3 if backend == "postgresql" else 1.7
-        lines.append((f"enforcement cost, {backend}, batch {batch} (target <= {limit}x)", ratio,
-                      ratio <= limit))  # fmt: skip
-    for (backend, batch), ratio in sorted(lean.items()):
-        lines.append((f"lean raw-SQL client writing history itself, {backend}, batch {batch}",
-                      ratio, None))  # fmt: skip
     for text, value, met in lines:
         verdict = "" if met is None else ("  met" if met else "  MISSED")
         print(f"{text:72} {value:10,.2f}{verdict}")
+    print("interleaved ratios: median (lowest-highest, repetitions), judged on the median")
+    for (backend, batch), found in sorted(cost.items()):
+        limit = 1.3 if backend == "postgresql" else 1.7
+        text = f"enforcement cost, {backend}, batch {batch} (target <= {limit}x)"
+        print(f"{text:72} {found!s:>24}{'  met' if found.median <= limit else '  MISSED'}")
+    for (backend, batch), found in sorted(lean.items()):
+        limit = 1.5
+        text = f"lean raw-SQL client / reportexport, {backend}, batch {batch}"
+        judged = "" if batch != 50 else ("  met" if found.median <= limit else "  MISSED")
+        print(f"{text:72} {found!s:>24}{judged}")
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def test_a_process_loads_the_graph_once_for_every_part(
         runtime.effects_runner()
         assert runtime.exports.saved_queries()
         assert app.openapi()["components"]["schemas"]["JobOut"]["properties"]["status"]["enum"]
-        assert runtime.database.schema_status().current
+        assert runtime.database.schema.status().current
     assert len(builds) == 1
 
 

@@ -63,6 +63,26 @@ def build_parser() -> argparse.ArgumentParser:
         "fixture",
     )
 
+    purge = _action(
+        db_actions,
+        "purge",
+        "remove terminal jobs finished before a date, with their history (run as the tables' "
+        "owner; the purge is recorded)",
+    )
+    _database_option(purge)
+    purge.add_argument(
+        "--before",
+        required=True,
+        metavar="WHEN",
+        help="YYYY-MM-DD (midnight UTC) or a timestamp with its UTC offset",
+    )
+    purge.add_argument("--person", required=True, help="who asked for it, kept in its record")
+    purge.add_argument(
+        "--yes", action="store_true", help="purge; without it, only say what would go"
+    )
+    purges = _action(db_actions, "purges", "list every purge: when, by whom, what it removed")
+    _database_option(purges)
+
     demo = _command(commands, "demo", "build the demo data set, its catalog and the job store")
     _service_options(demo)
     _setting(demo, "--rows", "demo_rows", int, "orders to generate")

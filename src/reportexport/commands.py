@@ -9,9 +9,11 @@ exit 2 for what the person must change, 1 for what failed.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from reportexport.composition import Runtime, demo_paths
@@ -44,7 +46,7 @@ def cmd_demo(runtime: Runtime, args: argparse.Namespace) -> int:
     if args.force or not catalog_file.exists():
         write_demo_catalog(catalog_file, database_file)
         print(f"wrote the demo catalog {catalog_file}")
-    upgraded = runtime.unchecked_database().upgrade()
+    upgraded = runtime.unchecked_database().schema.upgrade()
     print(f"the job store is ready (schema version {upgraded.version})")
     print_first_people(runtime)
     print("try: reportexport export orders_by_day --param day=2024-03-05 -o orders.csv")
@@ -248,6 +250,9 @@ def cmd_workers(runtime: Runtime, args: argparse.Namespace) -> int:
             until = f"{beat.claims_paused_until:%H:%M:%S}" if beat.claims_paused_until else "-"
             sources = f" ({', '.join(beat.paused_sources)})" if beat.paused_sources else ""
             print(f"{'':36} claims paused: {beat.pause_reason}{sources}, next probe {until}")
+    for cap in runtime.source_caps():
+        taken = f"{cap.running} of {cap.max_concurrent} slots taken"
+        print(f"source {cap.source}: {taken} (set by {cap.set_by} at {cap.set_at:%H:%M:%S})")
     return 0
 
 
@@ -331,19 +336,65 @@ def cmd_users_revoke(runtime: Runtime, args: argparse.Namespace) -> int:
 
 def cmd_db_upgrade(runtime: Runtime, args: argparse.Namespace) -> int:
     url = runtime.database_label
-    database = runtime.unchecked_database()
-    before = database.schema_status()
-    after = database.upgrade()
+    schema = runtime.unchecked_database().schema
+    before = schema.status()
+    after = schema.upgrade()
     graphs = f"{_short(before.fingerprint)} -> {_short(after.fingerprint)}"
     print(f"{url}: schema version {before.version} -> {after.version}, graph {graphs}")
     if args.service_role:
-        grant = getattr(database, "grant_service_role", None)
-        if grant is None:
+        if schema.driver.dialect != "postgres":
             say("--service-role applies to PostgreSQL only")
             return 2
-        created = grant(args.service_role)
+        created = schema.grant_service_role(args.service_role)
         print(f"service role {args.service_role}: {'created' if created else 'updated'}")
     return 0
+
+
+def cmd_db_purge(runtime: Runtime, args: argparse.Namespace) -> int:
+    """Remove terminal jobs finished before a date with their rows; recorded in job_purges."""
+    before = _purge_date(args.before)
+    if before is None:
+        say(f"--before {args.before!r}: give YYYY-MM-DD or a timestamp with its UTC offset")
+        return 2
+    if before > datetime.now(UTC):
+        say(f"--before {args.before}: a purge removes what finished in the past")
+        return 2
+    retention = runtime.unchecked_database().retention
+    url = runtime.database_label
+    count = retention.purgeable(before)
+    if not args.yes:
+        print(f"{url}: {count} terminal jobs finished before {before:%Y-%m-%d %H:%M:%S%z} would "
+              "be removed with their history, side effects, deliveries and downloads")  # fmt: skip
+        print("run again with --yes to purge them")
+        return 0
+    done = retention.purge(before, person=args.person)
+    print(f"{url}: purge {done.id} removed {done.jobs} jobs, {done.history_rows} history rows, "
+          f"{done.side_effect_rows} side-effect rows, {done.deliveries} deliveries and "
+          f"{done.downloads} download records")  # fmt: skip
+    return 0
+
+
+def cmd_db_purges(runtime: Runtime, args: argparse.Namespace) -> int:
+    purges = runtime.unchecked_database().retention.purges()
+    if not purges:
+        print("no purge was ever made")
+    for p in purges:
+        role = f" as {p.database_role}" if p.database_role else ""
+        print(f"purge {p.id}: at {p.started_at:%Y-%m-%d %H:%M:%S%z} by {p.requested_by} "
+              f"({p.os_user or '?'}{role}): before {p.before:%Y-%m-%d %H:%M:%S%z}, "
+              f"{p.jobs} jobs, {p.history_rows} history rows, {p.side_effect_rows} side-effect "
+              f"rows, {p.deliveries} deliveries, {p.downloads} downloads")  # fmt: skip
+    return 0
+
+
+def _purge_date(text: str) -> datetime | None:
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return datetime.fromisoformat(text).replace(tzinfo=UTC)
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 BEHAVIOUR_FINDINGS_SHOWN = 20
@@ -353,13 +404,13 @@ def cmd_db_check(runtime: Runtime, args: argparse.Namespace) -> int:
     """Exit 1 unless the schema is current, its guards are what `db upgrade` installs and,
     with --behaviour, the live database refuses and accepts exactly what the fixture says."""
     url = runtime.database_label
-    database = runtime.unchecked_database()
-    status = database.schema_status()
+    schema = runtime.unchecked_database().schema
+    status = schema.status()
     problems = status.problems()
     if status.version and status.definitions_installed != status.definitions_recorded:
-        problems += database.installed_definitions().differences(database.expected_definitions())
+        problems += schema.installed_definitions().differences(schema.expected_definitions())
     if args.behaviour and status.version:
-        report = database.probe()
+        report = schema.probe()
         shown = report.findings[:BEHAVIOUR_FINDINGS_SHOWN]
         problems += [f"behaviour: {finding}" for finding in shown]
         if len(report.findings) > len(shown):

@@ -17,7 +17,6 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,7 @@ from reportexport.objects import (
     open_object_store,
 )
 from reportexport.parameters import ParameterError
-from reportexport.records import Heartbeat, MetricsSnapshot, ProcessKind
+from reportexport.records import Heartbeat, MetricsSnapshot, ProcessKind, SourceCap
 from reportexport.services.errors import InvalidInputError, ServiceError
 from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.people import PeopleService
@@ -39,7 +38,6 @@ from reportexport.services.webhooks import WebhookService
 from reportexport.settings import Settings, SettingsError
 from reportexport.store import (
     Database,
-    JobQueue,
     SchemaMismatchError,
     StoreError,
     open_database,
@@ -147,7 +145,7 @@ class Runtime:
         try:
             if settings.uses_embedded_database:
                 database = self._open_database(check=False)
-                database.upgrade()
+                database.schema.upgrade()
             else:
                 database = self._open_database()
         except SchemaMismatchError as exc:  # for the operator to fix: exit 2
@@ -156,13 +154,13 @@ class Runtime:
             raise SetupError(str(exc), exit_code=1) from None
         return database
 
-    def _open_database(self, *, check: bool = True, pool_size: int = 8) -> Database:
+    def _open_database(self, *, check: bool = True, pool_size: int | None = None) -> Database:
         settings = self.settings
         database = open_database(
             settings.database_url,
             self.graph,
             check=check,
-            pool_size=pool_size,
+            pool_size=pool_size or settings.db_pool_size,
             lock_timeout_seconds=settings.db_lock_timeout_seconds,
             statement_timeout_seconds=settings.db_statement_timeout_seconds,
         )
@@ -213,7 +211,7 @@ class Runtime:
     def _check_owner(self, objects: ObjectStore) -> None:
         """An object store belongs to one job store: another's files would be swept as
         orphans, and its job ids collide with ours."""
-        store_id = self.database.schema_status().store_id
+        store_id = self.database.schema.status().store_id
         if store_id is None:
             return
         try:
@@ -246,9 +244,9 @@ class Runtime:
     def exports(self) -> ExportService:
         settings = self.settings
         return ExportService(
-            jobs=self.database,
-            effects=self.database,
-            downloads=self.database,
+            jobs=self.database.jobs,
+            effects=self.database.effects,
+            downloads=self.database.jobs,
             catalog=self.catalog,
             objects=self.objects,
             link_secret=self.link_secret,
@@ -262,14 +260,14 @@ class Runtime:
     @functools.cached_property
     def webhooks(self) -> WebhookService:
         return WebhookService(
-            endpoints=self.database,
-            users=self.database,
+            endpoints=self.database.endpoints,
+            users=self.database.users,
             allow_private=self.settings.webhooks_allow_private,
         )
 
     @functools.cached_property
     def people(self) -> PeopleService:
-        return PeopleService(users=self.database)
+        return PeopleService(users=self.database.users)
 
     def worker(self, *, kind: ProcessKind = "worker", restart_loops: bool = True) -> Worker:
         """A worker whose leases are renewed on a connection of their own."""
@@ -278,9 +276,9 @@ class Runtime:
         settings = self.settings
         database = self.database
         if self._given_database is None:
-            lease_database: JobQueue = self._open_database(pool_size=1)
+            lease_queue = self._open_database(pool_size=1).queue
         else:
-            lease_database = database
+            lease_queue = database.queue
         return Worker(
             database,
             self.catalog,
@@ -292,7 +290,7 @@ class Runtime:
                 retention_seconds=settings.retention_seconds,
                 failure_limit=settings.pause_after_failures,
             ),
-            lease_db=lease_database,
+            lease_queue=lease_queue,
             restart_loops=restart_loops,
         )
 
@@ -303,7 +301,7 @@ class Runtime:
 
         settings = self.settings
         context = Context(
-            store=self.database,
+            store=self.database.endpoints,
             objects=self.objects,
             client=self._http_client(),
             allow_private=settings.webhooks_allow_private,
@@ -348,18 +346,20 @@ class Runtime:
     def ready(self) -> bool:
         """The job store answers and is current with the migrations and the graph."""
         try:
-            return self.database.schema_status().current
+            return self.database.schema.status().current
         except Exception:
             return False
 
     def metrics(self) -> MetricsSnapshot:
-        return self.database.metrics_snapshot()
+        return self.database.metrics.metrics_snapshot()
 
     def heartbeats(self) -> list[Heartbeat]:
-        """Every process's last heartbeat (rows of processes gone a day are dropped)."""
-        database = self.database
-        database.forget_heartbeats(before=datetime.now(UTC) - timedelta(days=1))
-        return database.heartbeats()
+        """Every process's last heartbeat (workers drop those of processes gone a day)."""
+        return self.database.heartbeats.heartbeats()
+
+    def source_caps(self) -> list[SourceCap]:
+        """Each source's max_concurrent as the database holds it, and its slots taken."""
+        return self.database.caps.caps()
 
     def first_people(self) -> list[FirstPerson]:
         """A first operator and a first user on a store without people; tokens shown once."""
@@ -374,7 +374,7 @@ class Runtime:
     def sweep(self, *, dry_run: bool) -> SweepReport:
         from reportexport.sweeper import sweep
 
-        return sweep(self.database, self.objects, dry_run=dry_run)
+        return sweep(self.database.jobs, self.objects, dry_run=dry_run)
 
     def check_catalog(self) -> list[str]:
         """Each saved query described against its source: what cannot run, with its place."""

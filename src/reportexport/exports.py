@@ -19,7 +19,7 @@ from reportexport.catalog import Limits, SavedQuery
 from reportexport.csvformat import CsvOptions
 from reportexport.objects import ObjectStore, TempObject
 from reportexport.parameters import ParamSpec, decode, encode, validate
-from reportexport.records import Job, JobId, NewJob
+from reportexport.records import ClaimedJob, Job, JobId, NewJob
 from reportexport.sources import CancelToken, Source
 
 BOM = b"\xef\xbb\xbf"
@@ -80,7 +80,7 @@ class JobSpec:
     file_name: str
 
 
-def job_spec(job: Job) -> JobSpec:
+def job_spec(job: ClaimedJob | Job) -> JobSpec:
     options = job.options
     specs = {d["name"]: _spec(d) for d in options.get("parameter_specs", ())}
     parameters = {

@@ -205,9 +205,22 @@ class Lease:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ClaimedJob:
+    """What a worker needs of a job it claimed to run the export, and no more."""
+
+    id: JobId
+    owner: str
+    saved_query: str
+    source: str
+    query_sql: str
+    parameters: Mapping[str, Any]
+    options: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Claim:
     lease: Lease
-    job: Job
+    job: ClaimedJob
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,6 +258,49 @@ class MetricsSnapshot:
     export_seconds: float
     effect_attempts: dict[str, int]
     effects_given_up: dict[str, int]
+    source_caps: tuple[SourceCap, ...] = ()
+    owners_waiting: int = 0
+    longest_owner_queue: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceCap:
+    """A source's max_concurrent as the database holds it for every worker."""
+
+    source: str
+    max_concurrent: int
+    set_by: str
+    set_at: datetime
+    running: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapChange:
+    """A process replaced a cap another one had set (their catalogs differ)."""
+
+    source: str
+    previous: int
+    previous_set_by: str
+    now: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Purge:
+    """One purge of terminal jobs finished before `before`: who, when, and what it removed."""
+
+    id: int
+    before: datetime
+    requested_by: str
+    os_user: str | None
+    database_role: str | None
+    started_at: datetime
+    completed_at: datetime | None
+    jobs: int | None
+    history_rows: int | None
+    side_effect_rows: int | None
+    deliveries: int | None
+    downloads: int | None
+    reruns_unlinked: int | None
 
 
 ProcessKind = Literal["worker", "effects", "serve"]

@@ -90,6 +90,10 @@ class Settings:
     db_statement_timeout_seconds: float = field(
         default=60.0, metadata=_about("longest statement in the job store", minimum=1)
     )
+    db_pool_size: int = field(
+        default=8,
+        metadata=_about("PostgreSQL connections a process keeps to the job store", minimum=1),
+    )
     effects_batch: int = field(
         default=10, metadata=_about("side effects claimed at once", minimum=1)
     )

@@ -25,7 +25,7 @@ class SweepReport:
 
 
 def sweep(
-    db: JobStore,
+    jobs: JobStore,
     objects: ObjectStore,
     *,
     now: datetime | None = None,
@@ -34,7 +34,7 @@ def sweep(
     moment = now or datetime.now(UTC)
     report = SweepReport()
     for info in list(objects.list_objects()):
-        why = _verdict(db, info.key, moment)
+        why = _verdict(jobs, info.key, moment)
         if why is None:
             report.kept += 1
             continue
@@ -45,12 +45,12 @@ def sweep(
     return report
 
 
-def _verdict(db: JobStore, key: str, now: datetime) -> str | None:
+def _verdict(jobs: JobStore, key: str, now: datetime) -> str | None:
     job_id = job_of(key)
     if job_id is None:
         return "no job references it"
     try:
-        job = db.get_job(job_id).job  # type: ignore[arg-type]
+        job = jobs.get_job(job_id).job  # type: ignore[arg-type]
     except JobNotFoundError:
         return "its job does not exist"
     if job.status == "running":

@@ -32,6 +32,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from reportexport.catalog import Catalog
 from reportexport.csvformat import DIALECT_VERSION
@@ -58,16 +59,22 @@ from reportexport.sources import (
 )
 from reportexport.store import (
     Claim,
-    Database,
+    Heartbeats,
     JobQueue,
+    JobStore,
     Lease,
     Outcome,
     PublishedObject,
+    SourceCaps,
     StaleStatusError,
     TransientStoreError,
 )
 
 log = logging.getLogger("reportexport.worker")
+
+# The heartbeat rows of processes gone this long are dropped (checked this often).
+FORGET_AFTER = timedelta(days=1)
+FORGET_EVERY_SECONDS = 3600.0
 
 # Why a running export was stopped, and whether the job still needs ending by this worker.
 STOP_MESSAGES = {
@@ -101,6 +108,22 @@ class WorkerSettings:
     max_probe_seconds: float = 60.0
 
 
+class WorkerStore(Protocol):
+    """The job store's roles a worker uses (a `Database` has them all)."""
+
+    @property
+    def queue(self) -> JobQueue: ...
+
+    @property
+    def jobs(self) -> JobStore: ...
+
+    @property
+    def heartbeats(self) -> Heartbeats: ...
+
+    @property
+    def caps(self) -> SourceCaps: ...
+
+
 @dataclass
 class Running:
     lease: Lease
@@ -115,19 +138,23 @@ class Running:
 class Worker:
     def __init__(
         self,
-        db: Database,
+        store: WorkerStore,
         catalog: Catalog,
         objects: ObjectStore,
         settings: WorkerSettings | None = None,
         *,
-        lease_db: JobQueue | None = None,
+        lease_queue: JobQueue | None = None,
         restart_loops: bool = True,
     ) -> None:
-        """`lease_db`: the store the lease loop renews through, ideally its own connection
-        (default: `db`). `restart_loops`: restart a loop that fails unexpectedly (`serve`), or
-        stop the worker and let `run_until_signal` return 1 (a supervised `worker` process)."""
-        self.db = db
-        self.lease_db = lease_db or db
+        """`lease_queue`: the queue the lease loop renews through, ideally on a connection of
+        its own (default: `store.queue`). `restart_loops`: restart a loop that fails
+        unexpectedly (`serve`), or stop the worker and let `run_until_signal` return 1 (a
+        supervised `worker` process)."""
+        self.queue = store.queue
+        self.jobs = store.jobs
+        self.heartbeats = store.heartbeats
+        self.caps = store.caps
+        self.lease_queue = lease_queue or store.queue
         self.catalog = catalog
         self.objects = objects
         self.settings = settings or WorkerSettings()
@@ -144,13 +171,9 @@ class Worker:
         self._claiming = threading.Event()  # set: stop claiming
         self._stopped = threading.Event()  # set: every loop ends
         self._last_claim_at: datetime | None = None
-        self._last_beat = self._last_reap = 0.0
+        self._last_beat = self._last_reap = self._last_forget = 0.0
         self._pool = ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="export")
         self._sources: dict[str, Source] = {}
-        self._source_slots = {
-            name: threading.BoundedSemaphore(cfg.max_concurrent)
-            for name, cfg in catalog.sources.items()
-        }
         self.loops = Supervisor(
             stopping=self._stopped,
             transient=(TransientStoreError,),
@@ -162,10 +185,27 @@ class Worker:
 
     def start(self) -> None:
         remove_leftovers()
+        self.publish_caps()
         self.loops.start("claims", self._claims, until=self._claiming)
         self.loops.start("leases", self._leases, max_delay=1.0)
         self.loops.start("progress", self._progress, max_delay=5.0)
         self.loops.start("housekeeping", self._housekeeping)
+
+    def publish_caps(self) -> None:
+        """The catalog's max_concurrent of each source becomes the database's, which every
+        worker's claims obey; the last process to start wins, and says so when it changes
+        what another one set."""
+        caps = {name: config.max_concurrent for name, config in self.catalog.sources.items()}
+        process = f"{self.settings.worker_id}-{self.settings.kind}"
+        for change in self.caps.publish(caps, process=process):
+            log.warning(
+                "source %s: max_concurrent %s set by %s is now %s (this process's catalog); "
+                "the catalogs of the two differ",
+                change.source,
+                change.previous,
+                change.previous_set_by,
+                change.now,
+            )
 
     def stop(self, grace_seconds: float = 30.0) -> None:
         """Stop claiming; let running exports finish within the grace period, then end them."""
@@ -244,7 +284,7 @@ class Worker:
         plan = self.pacing.plan(free, in_flight)
         if plan.limit <= 0:
             return settings.poll_seconds
-        claims = self.db.claim_jobs(
+        claims = self.queue.claim_jobs(
             settings.worker_id,
             limit=plan.limit,
             lease_seconds=settings.lease_seconds,
@@ -254,7 +294,7 @@ class Worker:
             self._last_claim_at = datetime.now(UTC)
             self._begin(claim)
         if not claims:
-            self.db.wait_for_change(settings.poll_seconds)
+            self.queue.wait_for_change(settings.poll_seconds)
         return 0.0
 
     def _leases(self) -> float:
@@ -263,7 +303,7 @@ class Worker:
             if item.cancel.cancelled or time.monotonic() - item.lease_renewed_at < renew_after:
                 continue
             try:
-                item.lease = self.lease_db.extend_lease(
+                item.lease = self.lease_queue.extend_lease(
                     item.lease, lease_seconds=self.settings.lease_seconds
                 )
                 item.lease_renewed_at = time.monotonic()
@@ -278,7 +318,7 @@ class Worker:
             sink = item.sink
             temp_key = None if item.temp_key_recorded else item.temp_key
             try:
-                self.db.record_progress(
+                self.queue.record_progress(
                     item.lease,
                     rows=sink.records.rows if sink else 0,
                     bytes_written=sink.object_bytes if sink else 0,
@@ -296,7 +336,7 @@ class Worker:
         for key in self.pacing.due_probes():
             self._probe(key)
         if now - self._last_reap >= settings.lease_seconds / 2:
-            for job_id in self.db.reap_expired(
+            for job_id in self.queue.reap_expired(
                 settings.worker_id, grace_seconds=settings.reap_grace_seconds
             ):
                 log.warning(
@@ -304,7 +344,10 @@ class Worker:
                 )
             self._last_reap = now
         if now - self._last_beat >= settings.heartbeat_seconds:
-            self.db.beat(self.heartbeat())
+            self.heartbeats.beat(self.heartbeat())
+            if now - self._last_forget >= FORGET_EVERY_SECONDS:
+                self.heartbeats.forget_heartbeats(before=datetime.now(UTC) - FORGET_AFTER)
+                self._last_forget = now
             self._last_beat = now
         return min(1.0, settings.heartbeat_seconds)
 
@@ -327,13 +370,12 @@ class Worker:
         try:
             spec = job_spec(job)
             source = self._source(job.source)
-            with self._source_slot(job.source, running.cancel):
-                temp = self.objects.create_temp(
-                    job.id, claim.lease.token, final_key(job.id, spec.file_name)
-                )
-                running.temp_key = temp.key
-                running.sink = ObjectSink(temp, spec.csv, spec.limits)
-                staged = run_export(spec, source, temp, running.sink, running.cancel)
+            temp = self.objects.create_temp(
+                job.id, claim.lease.token, final_key(job.id, spec.file_name)
+            )
+            running.temp_key = temp.key
+            running.sink = ObjectSink(temp, spec.csv, spec.limits)
+            staged = run_export(spec, source, temp, running.sink, running.cancel)
             self.pacing.succeeded(job.source)
             if not self._still_ours(running):
                 self._abort(temp)
@@ -411,7 +453,7 @@ class Worker:
         delay = 0.2
         while True:
             try:
-                return self.db.finish_jobs([outcome])[0]
+                return self.queue.finish_jobs([outcome])[0]
             except TransientStoreError as exc:
                 if time.monotonic() + delay > self._deadline(running):
                     job_id = outcome.lease.job_id
@@ -428,7 +470,7 @@ class Worker:
         """After an unanswered finish: did it commit (True), did the job end otherwise
         (False), or is it still running under our lease (None: try again)?"""
         try:
-            job = self.db.get_job(outcome.lease.job_id).job
+            job = self.jobs.get_job(outcome.lease.job_id).job
         except TransientStoreError:
             return None
         if job.lease_token != outcome.lease.token:
@@ -442,7 +484,7 @@ class Worker:
         delay = 0.2
         while time.monotonic() < self._deadline(running):
             try:
-                running.lease = self.lease_db.extend_lease(
+                running.lease = self.lease_queue.extend_lease(
                     running.lease, lease_seconds=self.settings.lease_seconds
                 )
                 running.lease_renewed_at = time.monotonic()
@@ -502,24 +544,3 @@ class Worker:
             if name not in self._sources:
                 self._sources[name] = open_source(config)
             return self._sources[name]
-
-    def _source_slot(self, name: str, cancel: CancelToken) -> _Slot:
-        return _Slot(self._source_slots[name], cancel)
-
-
-class _Slot:
-    """A per-source slot, given up on while waiting if the export is canceled."""
-
-    def __init__(self, semaphore: threading.BoundedSemaphore, cancel: CancelToken) -> None:
-        self.semaphore = semaphore
-        self.cancel = cancel
-
-    def __enter__(self) -> None:
-        while not self.semaphore.acquire(timeout=0.2):
-            self.cancel.raise_if_cancelled()
-        if self.cancel.cancelled:
-            self.semaphore.release()
-            self.cancel.raise_if_cancelled()
-
-    def __exit__(self, *exc: object) -> None:
-        self.semaphore.release()

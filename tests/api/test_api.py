@@ -54,7 +54,7 @@ def api(
 ) -> Iterator[dict[str, Any]]:
     catalog = catalog_for(sources_dir, None, QUERIES)
     people = (("alice", "user"), ("bob", "user"), ("olga", "operator"))
-    tokens = {name: jobs_db.add_user(name, role)[1] for name, role in people}
+    tokens = {name: jobs_db.users.add_user(name, role)[1] for name, role in people}
     with TestClient(runtime_for(jobs_db, catalog, local_objects).app()) as client:
         yield {"client": client, "tokens": tokens, "db": jobs_db, "catalog": catalog,
                "objects": local_objects}  # fmt: skip
@@ -208,7 +208,7 @@ def test_a_finished_export_downloads_through_a_signed_link(api: dict[str, Any]) 
     worker.start()
     try:
         deadline = time.monotonic() + 60
-        while db.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
+        while db.jobs.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         worker.stop(grace_seconds=0)
@@ -221,12 +221,12 @@ def test_a_finished_export_downloads_through_a_signed_link(api: dict[str, Any]) 
     file = client.get(redirect.headers["location"])
     assert file.status_code == 200
     assert file.headers["content-disposition"] == f'attachment; filename="{job["file_name"]}"'
-    with api["objects"].read(db.get_job(job_id).job.object_key) as handle:
+    with api["objects"].read(db.jobs.get_job(job_id).job.object_key) as handle:
         assert file.content == handle.read()
     assert job["rows"] == len(list(csv.reader(io.StringIO(file.text, newline="")))) - 1
-    expired = sign_download(b"secret", db.get_job(job_id).job.object_key, "x.csv", -1)
+    expired = sign_download(b"secret", db.jobs.get_job(job_id).job.object_key, "x.csv", -1)
     assert client.get(f"/api/downloads/{expired}").status_code == 410
-    forged = sign_download(b"other", db.get_job(job_id).job.object_key, "x.csv", 60)
+    forged = sign_download(b"other", db.jobs.get_job(job_id).job.object_key, "x.csv", 60)
     assert client.get(f"/api/downloads/{forged}").status_code == 403
     downloads = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()
     assert [d["person"] for d in downloads["downloads"]] == ["alice"]  # each download recorded
@@ -242,7 +242,7 @@ def test_a_finished_export_offers_its_schema_next_to_the_csv(api: dict[str, Any]
     worker.start()
     try:
         deadline = time.monotonic() + 60
-        while db.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
+        while db.jobs.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         worker.stop(grace_seconds=0)
@@ -285,13 +285,15 @@ def test_users_are_added_listed_and_revoked(api: dict[str, Any]) -> None:
     from reportexport.services.people import PeopleService
 
     db = api["db"]
-    assert [(u.name, u.role) for u in db.list_users()] == [
+    assert [(u.name, u.role) for u in db.users.list_users()] == [
         ("alice", "user"), ("bob", "user"), ("olga", "operator")
     ]  # fmt: skip
-    assert all(u.token_hash != api["tokens"][u.name] for u in db.list_users())  # stored hashed
+    assert all(
+        u.token_hash != api["tokens"][u.name] for u in db.users.list_users()
+    )  # stored hashed
     with pytest.raises(ConflictError, match="already exists"):
-        PeopleService(users=db).add("alice", "user")
-    assert db.revoke_user("bob", now=datetime.now(UTC))
+        PeopleService(users=db.users).add("alice", "user")
+    assert db.users.revoke_user("bob", now=datetime.now(UTC))
     assert api["client"].get("/api/exports", headers=auth(api, "bob")).status_code == 401
 
 
@@ -405,3 +407,26 @@ def test_an_unsafe_webhook_url_is_refused(api: dict[str, Any]) -> None:
     development = hooks_api(api).post("/api/webhooks", json={"url": "http://169.254.169.254/x"},
                                       headers=auth(api, "alice"))  # fmt: skip
     assert "link-local" in development.json()["detail"]
+
+
+def test_reads_answer_while_another_process_holds_the_write_lock(api: dict[str, Any]) -> None:
+    """Every read is a read transaction: in WAL mode it takes no part of SQLite's write lock,
+    so a writer holding it (a long claim, a shell's BEGIN IMMEDIATE) delays no page or scrape.
+    Were a read to wait for the lock, it would answer 503 after the lock timeout."""
+    import sqlite3
+
+    job_id = create(api).json()["id"]
+    writer = sqlite3.connect(api["db"].url.removeprefix("sqlite:///"), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        client = api["client"]
+        for path in ("/api/exports", f"/api/exports/{job_id}", "/api/saved-queries", "/readyz"):
+            answer = client.get(path, headers=auth(api, "alice"))
+            assert answer.status_code == 200, (path, answer.text)
+        scrape = client.get("/metrics", headers=auth(api, "olga"))
+        assert scrape.status_code == 200, scrape.text
+        busy = create(api)  # a write does wait for the writer, and says so when it gives up
+        assert busy.status_code == 503, busy.text
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()

@@ -39,7 +39,7 @@ def build(
     jobs_db: Database, local_objects: Any, sources_dir: Path
 ) -> Iterator[Callable[..., dict[str, Any]]]:
     catalog = catalog_for(sources_dir, None, QUERIES)
-    tokens = {name: jobs_db.add_user(name, role)[1] for name, role in
+    tokens = {name: jobs_db.users.add_user(name, role)[1] for name, role in
               (("alice", "user"), ("olga", "operator"))}  # fmt: skip
     clients: list[TestClient] = []
 
@@ -63,11 +63,11 @@ def cookie(world: dict[str, Any], who: str = "alice") -> dict[str, str]:
 
 
 def count(world: dict[str, Any], owner: str = "alice") -> int:
-    return len(world["db"].list_jobs(JobFilter(owner=owner, limit=1000)).jobs)
+    return len(world["db"].jobs.list_jobs(JobFilter(owner=owner, limit=1000)).jobs)
 
 
 def first_job(world: dict[str, Any]) -> int:
-    return world["db"].list_jobs(JobFilter(owner="alice", limit=1000)).jobs[-1].id
+    return world["db"].jobs.list_jobs(JobFilter(owner="alice", limit=1000)).jobs[-1].id
 
 
 def creators(world: dict[str, Any]) -> dict[str, Create]:
@@ -154,7 +154,7 @@ def test_the_rate_limit_holds(build: Callable[..., dict[str, Any]], route: str) 
         made = create(None)
         assert not refused(made)
         if made.status_code < 400 and "rerun" not in route:
-            newest = world["db"].list_jobs(JobFilter(owner="alice", limit=1)).jobs[0].id
+            newest = world["db"].jobs.list_jobs(JobFilter(owner="alice", limit=1)).jobs[0].id
             client.post(f"/api/exports/{newest}/cancel", headers=bearer(world))
     answer = create(None)
     assert refused(answer), (route, answer.status_code)

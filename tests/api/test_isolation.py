@@ -39,7 +39,7 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
     from reportexport.webhooks.signing import new_secret
 
     job_id = create(api).json()["id"]
-    endpoint = api["db"].add_webhook_endpoint(owner="alice", url="https://h.example.com/x",
+    endpoint = api["db"].endpoints.add_webhook_endpoint(owner="alice", url="https://h.example.com/x",
                                               secret=new_secret())  # fmt: skip
     ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
            "effect": "emit_failed_webhook"}  # fmt: skip

@@ -92,7 +92,7 @@ def test_a_poisoned_parameter_value_creates_no_job(api: dict[str, Any]) -> None:
         sent = b'{"saved_query": "search", "parameters": {"term": ' + text + b"}}"
         problem = is_problem(post_json(api, "/api/exports", sent), 422)
         assert (problem["parameter"], problem["rule"]) == ("term", "text")
-    assert api["db"].list_jobs(JobFilter()).jobs == ()
+    assert api["db"].jobs.list_jobs(JobFilter()).jobs == ()
     assert api["client"].get("/api/exports", headers=auth(api, "olga")).status_code == 200
 
 

@@ -98,7 +98,7 @@ def world(
 ) -> Iterator[dict[str, Any]]:
     catalog = catalog_for(sources_dir, None, EVERY_TYPE)
     people = {"alice": "user", "olga": "operator"}
-    tokens = {name: jobs_db.add_user(name, role)[1] for name, role in people.items()}
+    tokens = {name: jobs_db.users.add_user(name, role)[1] for name, role in people.items()}
     runtime = runtime_for(
         jobs_db, catalog, local_objects,
         max_active_exports=100_000, max_exports_per_minute=100_000,

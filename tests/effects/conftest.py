@@ -64,13 +64,15 @@ def http() -> Iterator[httpx.Client]:
 def make_runner(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Any, **settings: Any
 ) -> EffectsRunner:
-    context = Context(store=db, objects=objects, client=http, clock=clock, allow_private=True)
+    context = Context(
+        store=db.endpoints, objects=objects, client=http, clock=clock, allow_private=True
+    )
     return EffectsRunner(db, context, GRAPH, RunnerSettings(**settings), clock=clock)
 
 
 def succeeded_job(db: Database, objects: ObjectStore, owner: str = "alice") -> int:
-    job = db.create_job(new_job(owner=owner))[0]
-    (claim,) = db.claim_jobs("w", limit=1, lease_seconds=60)
+    job = db.jobs.create_job(new_job(owner=owner))[0]
+    (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
     key = final_key(job.id, "orders.csv")
     temp = objects.create_temp(job.id, claim.lease.token, key)
     temp.write(b"a,b\n1,2\n")
@@ -82,14 +84,16 @@ def succeeded_job(db: Database, objects: ObjectStore, owner: str = "alice") -> i
         columns=("a", "b"), file_name="orders.csv", expires_in_seconds=3600,
         column_types=("integer", "text"), dialect_version=2,
     )  # fmt: skip
-    assert db.finish_jobs([Outcome(lease=claim.lease, to_status="succeeded", published=published)])
+    assert db.queue.finish_jobs(
+        [Outcome(lease=claim.lease, to_status="succeeded", published=published)]
+    )
     return job.id
 
 
 def failed_job(db: Database, owner: str = "alice") -> int:
-    job = db.create_job(new_job(owner=owner))[0]
-    (claim,) = db.claim_jobs("w", limit=1, lease_seconds=60)
+    job = db.jobs.create_job(new_job(owner=owner))[0]
+    (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
     outcome = Outcome(lease=claim.lease, to_status="failed", error_code="query_error",
                       error_message="column x does not exist")  # fmt: skip
-    assert db.finish_jobs([outcome])
+    assert db.queue.finish_jobs([outcome])
     return job.id

@@ -37,7 +37,7 @@ def test_a_runner_killed_mid_delivery_leaves_the_event_to_the_next_with_the_same
     receiver: Receiver,
     tmp_path: Path,
 ) -> None:
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     job_id = failed_job(db)
     receiver.script = [(200, {}, 30.0)]  # the first delivery hangs until the runner dies
     with open(tmp_path / "effects.log", "wb") as log:
@@ -55,7 +55,7 @@ def test_a_runner_killed_mid_delivery_leaves_the_event_to_the_next_with_the_same
     finally:
         if runner.poll() is None:
             runner.kill()
-    row = {e.effect: e for e in db.get_job(job_id).side_effects}["emit_failed_webhook"]
+    row = {e.effect: e for e in db.jobs.get_job(job_id).side_effects}["emit_failed_webhook"]
     assert row.completed_at is None  # the kill lost nothing: the row is still owed
 
     successor = make_runner(db, objects, http, clock, runner_id="successor")
@@ -63,14 +63,14 @@ def test_a_runner_killed_mid_delivery_leaves_the_event_to_the_next_with_the_same
     clock.advance(3)
     assert successor.run_once() == 1
     assert receiver.ids() == [f"msg_{job_id}_emit_failed_webhook"] * 2
-    row = {e.effect: e for e in db.get_job(job_id).side_effects}["emit_failed_webhook"]
+    row = {e.effect: e for e in db.jobs.get_job(job_id).side_effects}["emit_failed_webhook"]
     assert row.completed_at is not None
 
 
 def test_two_runners_never_deliver_one_row_at_once(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     jobs = [failed_job(db) for _ in range(20)]
     receiver.script = [(200, {}, 0.05)] * 20
     runners = [make_runner(db, objects, http, clock, runner_id=f"r{n}", batch=2) for n in (1, 2)]
@@ -87,5 +87,5 @@ def test_two_runners_never_deliver_one_row_at_once(
     assert receiver.most_in_flight == 1
     assert sorted(receiver.ids()) == sorted(f"msg_{j}_emit_failed_webhook" for j in jobs)
     for job_id in jobs:
-        row = {e.effect: e for e in db.get_job(job_id).side_effects}["emit_failed_webhook"]
+        row = {e.effect: e for e in db.jobs.get_job(job_id).side_effects}["emit_failed_webhook"]
         assert (row.completed_at is not None, row.attempts) == (True, 1)

@@ -17,15 +17,17 @@ from tests.effects.receiver import Receiver
 
 
 def effects_of(db: Database, job_id: int) -> dict[str, Any]:
-    return {e.effect: e for e in db.get_job(job_id).side_effects}  # type: ignore[arg-type]
+    return {e.effect: e for e in db.jobs.get_job(job_id).side_effects}  # type: ignore[arg-type]
 
 
 def test_a_succeeded_export_sends_one_signed_event_to_the_owner_and_the_global_endpoint(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    mine = db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
-    everyone = db.add_webhook_endpoint(owner=None, url=receiver.url + "/all", secret=new_secret())
-    db.add_webhook_endpoint(owner="bob", url=receiver.url + "/bob", secret=new_secret())
+    mine = db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    everyone = db.endpoints.add_webhook_endpoint(
+        owner=None, url=receiver.url + "/all", secret=new_secret()
+    )
+    db.endpoints.add_webhook_endpoint(owner="bob", url=receiver.url + "/bob", secret=new_secret())
     job_id = succeeded_job(db, objects)
     runner = make_runner(db, objects, http, clock)
     assert runner.run_once() == 2
@@ -53,7 +55,7 @@ def test_a_failed_export_sends_its_error(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
     secret = new_secret()
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=secret)
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=secret)
     failed_job(db)
     make_runner(db, objects, http, clock).run_once()
     (delivery,) = receiver.received
@@ -68,7 +70,7 @@ def test_a_failed_export_sends_its_error(
 def test_a_receiver_that_fails_k_times_gets_the_event_on_attempt_k_plus_1(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     receiver.script = [(500, {}, 0.0)] * 3
     job_id = failed_job(db)
     runner = make_runner(db, objects, http, clock)
@@ -92,7 +94,7 @@ def test_a_receiver_that_fails_k_times_gets_the_event_on_attempt_k_plus_1(
 def test_retry_after_is_honoured(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     receiver.script = [(503, {"Retry-After": "600"}, 0.0)]
     job_id = failed_job(db)
     make_runner(db, objects, http, clock).run_once()
@@ -105,7 +107,7 @@ def test_retry_after_is_honoured(
 def test_a_redirect_is_not_followed(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     receiver.script = [(302, {"Location": "http://127.0.0.1:1/elsewhere"}, 0.0)]
     job_id = failed_job(db)
     make_runner(db, objects, http, clock).run_once()
@@ -117,11 +119,13 @@ def test_a_redirect_is_not_followed(
 def test_410_disables_the_endpoint(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    endpoint = db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    endpoint = db.endpoints.add_webhook_endpoint(
+        owner="alice", url=receiver.url, secret=new_secret()
+    )
     receiver.script = [(410, {}, 0.0)]
     job_id = failed_job(db)
     make_runner(db, objects, http, clock).run_once()
-    assert db.get_webhook_endpoint(endpoint.id).disabled_at is not None
+    assert db.endpoints.get_webhook_endpoint(endpoint.id).disabled_at is not None
     assert effects_of(db, job_id)["emit_failed_webhook"].completed_at is not None
     failed_job(db)
     make_runner(db, objects, http, clock).run_once()
@@ -133,7 +137,7 @@ def test_after_the_cap_a_row_stays_given_up_until_redriven(
 ) -> None:
     from reportexport.effects.backoff import RetryPolicy
 
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     receiver.script = [(500, {}, 0.0)] * 2
     job_id = failed_job(db)
     runner = make_runner(db, objects, http, clock, policy=RetryPolicy(max_attempts=2))
@@ -144,8 +148,8 @@ def test_after_the_cap_a_row_stays_given_up_until_redriven(
     assert (row.attempts, row.given_up_at is not None) == (2, True)
     clock.advance(10 * 3600)
     assert runner.run_once() == 0  # given up: visible, not retried
-    assert db.given_up_side_effects()[0].job_id == job_id
-    assert db.redrive_side_effect(job_id, "emit_failed_webhook", now=clock())
+    assert db.effects.given_up_side_effects()[0].job_id == job_id
+    assert db.effects.redrive_side_effect(job_id, "emit_failed_webhook", now=clock())
     assert runner.run_once() == 1
     row = effects_of(db, job_id)["emit_failed_webhook"]
     assert (row.attempts, row.redrives, row.completed_at is not None) == (3, 1, True)
@@ -157,9 +161,9 @@ def test_a_rotated_secret_signs_with_both_during_the_overlap(
     from datetime import timedelta
 
     old = new_secret()
-    endpoint = db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=old)
+    endpoint = db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=old)
     new = new_secret()
-    db.rotate_webhook_secret(endpoint.id, secret=new, until=clock() + timedelta(hours=1))
+    db.endpoints.rotate_webhook_secret(endpoint.id, secret=new, until=clock() + timedelta(hours=1))
     failed_job(db)
     make_runner(db, objects, http, clock).run_once()
     (delivery,) = receiver.received
@@ -175,9 +179,11 @@ def test_a_private_destination_is_refused_without_the_development_setting(
     from reportexport.effects.runner import EffectsRunner, RunnerSettings
     from tests.effects.conftest import GRAPH
 
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     job_id = failed_job(db)
-    context = Context(store=db, objects=objects, client=http, clock=clock, allow_private=False)
+    context = Context(
+        store=db.endpoints, objects=objects, client=http, clock=clock, allow_private=False
+    )
     EffectsRunner(db, context, GRAPH, RunnerSettings(), clock=clock).run_once()
     assert receiver.received == []
     row = effects_of(db, job_id)["emit_failed_webhook"]
@@ -198,12 +204,12 @@ def test_delete_temp_object_removes_a_canceled_jobs_temp_object(
     else:
         objects = open_object_store(new_bucket(request.getfixturevalue("s3_endpoint")))
 
-    job = db.create_job(new_job())[0]
-    (claim,) = db.claim_jobs("w", limit=1, lease_seconds=60)
+    job = db.jobs.create_job(new_job())[0]
+    (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
     temp = objects.create_temp(job.id, claim.lease.token, f"exports/{job.id}/x.csv")
     temp.write(b"half")
-    db.record_progress(claim.lease, rows=None, bytes_written=4, temp_key=temp.key)
-    db.cancel_job(job.id, person="alice")
+    db.queue.record_progress(claim.lease, rows=None, bytes_written=4, temp_key=temp.key)
+    db.jobs.cancel_job(job.id, person="alice")
     make_runner(db, objects, http, clock).run_once()
     assert list(objects.list_objects()) == []
     assert effects_of(db, job.id)["delete_temp_object"].completed_at is not None
@@ -214,13 +220,13 @@ def test_a_tampered_object_is_an_alarm_not_a_rerun(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock
 ) -> None:
     job_id = succeeded_job(db, objects)
-    key = db.get_job(job_id).job.object_key  # type: ignore[arg-type]
+    key = db.jobs.get_job(job_id).job.object_key  # type: ignore[arg-type]
     objects.delete(key or "")
     make_runner(db, objects, http, clock).run_once()
     row = effects_of(db, job_id)["write_csv_object"]
     assert row.completed_at is not None
     assert (row.last_error or "").startswith("ALARM: no object at")
-    assert db.get_job(job_id).job.status == "succeeded"  # type: ignore[arg-type]
+    assert db.jobs.get_job(job_id).job.status == "succeeded"  # type: ignore[arg-type]
 
 
 def test_no_endpoint_means_nothing_to_send(
@@ -235,7 +241,7 @@ def test_no_endpoint_means_nothing_to_send(
 def test_payloads_are_json_with_the_fixture_status(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    db.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
+    db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     failed_job(db)
     make_runner(db, objects, http, clock).run_once()
     assert json.loads(receiver.received[0].body)["data"]["status"] == "failed"

@@ -168,6 +168,6 @@ def local_objects(tmp_path: Path) -> ObjectStore:
 def jobs_db(tmp_path: Path) -> Iterator[Database]:
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
     database = open_database(url, GRAPH, check=False)
-    database.upgrade()
+    database.schema.upgrade()
     yield database
     database.close()

@@ -38,7 +38,7 @@ sql = "SELECT * FROM products"
     )
     database = f"sqlite:///{tmp_path / 'jobs.db'}"
     upgrade = open_database(database, GRAPH, check=False)
-    upgrade.upgrade()
+    upgrade.schema.upgrade()
     upgrade.close()
     return catalog, database, f"file://{tmp_path / 'objects'}"
 
@@ -66,18 +66,20 @@ def test_a_worker_killed_mid_export_ends_failed_and_leaves_no_object(
 ) -> None:
     db, objects = open_all(setup)
     catalog = load_catalog(setup[0])
-    job, _ = db.create_job(new_export(catalog.queries["endless"], {}, owner="alice"))
+    job, _ = db.jobs.create_job(new_export(catalog.queries["endless"], {}, owner="alice"))
     worker = start_worker(setup, "--lease-seconds", "2")
     try:
-        wait_until(lambda: db.get_job(job.id).job.bytes_written > 0)
-        lease_token = db.get_job(job.id).job.lease_token
+        wait_until(lambda: db.jobs.get_job(job.id).job.bytes_written > 0)
+        lease_token = db.jobs.get_job(job.id).job.lease_token
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=30)
-        assert db.get_job(job.id).job.status == "running"  # nobody knows yet
+        assert db.jobs.get_job(job.id).job.status == "running"  # nobody knows yet
         assert any(info.key.startswith("tmp/") for info in objects.list_objects())
 
-        wait_until(lambda: db.reap_expired("reaper", grace_seconds=0.5) == [job.id], timeout=30)
-        detail = db.get_job(job.id)
+        wait_until(
+            lambda: db.queue.reap_expired("reaper", grace_seconds=0.5) == [job.id], timeout=30
+        )
+        detail = db.jobs.get_job(job.id)
         assert (detail.job.status, detail.job.error_code) == ("failed", "lease_expired")
         assert detail.history[-1].reason == "lease_expired"
 
@@ -87,9 +89,9 @@ def test_a_worker_killed_mid_export_ends_failed_and_leaves_no_object(
         stale = Lease(
             job_id=job.id, token=lease_token, worker="dead", expires_at=detail.job.updated_at
         )
-        assert db.finish_jobs([Outcome(lease=stale, to_status="succeeded")]) == [False]
+        assert db.queue.finish_jobs([Outcome(lease=stale, to_status="succeeded")]) == [False]
 
-        report = sweep(db, objects)
+        report = sweep(db.jobs, objects)
         assert all(why == "temp object of a failed job" for why in report.deleted.values())
         assert list(objects.list_objects()) == []
     finally:
@@ -103,13 +105,13 @@ def test_sigterm_lets_the_worker_end_running_exports_and_exit(
 ) -> None:
     db, objects = open_all(setup)
     catalog = load_catalog(setup[0])
-    job, _ = db.create_job(new_export(catalog.queries["endless"], {}, owner="alice"))
+    job, _ = db.jobs.create_job(new_export(catalog.queries["endless"], {}, owner="alice"))
     worker = start_worker(setup, "--grace-seconds", "1")
     try:
-        wait_until(lambda: db.get_job(job.id).job.bytes_written > 0)
+        wait_until(lambda: db.jobs.get_job(job.id).job.bytes_written > 0)
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=60) == 0
-        ended = db.get_job(job.id).job
+        ended = db.jobs.get_job(job.id).job
         assert (ended.status, ended.error_code) == ("failed", "worker_shutdown")
         log_lines = (setup[0].parent / "worker.log").read_text().splitlines()
         assert log_lines
@@ -124,10 +126,10 @@ def test_sigterm_lets_the_worker_end_running_exports_and_exit(
 def test_a_worker_started_after_the_crash_runs_new_jobs(setup: tuple[Path, str, str]) -> None:
     db, objects = open_all(setup)
     catalog = load_catalog(setup[0])
-    job, _ = db.create_job(new_export(catalog.queries["small"], {}, owner="alice"))
+    job, _ = db.jobs.create_job(new_export(catalog.queries["small"], {}, owner="alice"))
     worker = start_worker(setup)
     try:
-        wait_until(lambda: db.get_job(job.id).job.status == "succeeded", timeout=60)
+        wait_until(lambda: db.jobs.get_job(job.id).job.status == "succeeded", timeout=60)
         keys = [info.key for info in objects.list_objects()]
         assert keys == [f"exports/{job.id}/small-{job.id}.csv"]
     finally:
@@ -142,10 +144,10 @@ def test_the_sweeper_removes_what_no_living_export_owns(
     db, objects = open_all(setup)
     catalog = load_catalog(setup[0])
     try:
-        running, _ = db.create_job(new_export(catalog.queries["small"], {}, owner="a"))
-        failed, _ = db.create_job(new_export(catalog.queries["small"], {}, owner="a"))
-        claims = {c.job.id: c.lease for c in db.claim_jobs("w", limit=2, lease_seconds=600)}
-        db.finish_jobs([Outcome(lease=claims[failed.id], to_status="failed", error_code="x")])
+        running, _ = db.jobs.create_job(new_export(catalog.queries["small"], {}, owner="a"))
+        failed, _ = db.jobs.create_job(new_export(catalog.queries["small"], {}, owner="a"))
+        claims = {c.job.id: c.lease for c in db.queue.claim_jobs("w", limit=2, lease_seconds=600)}
+        db.queue.finish_jobs([Outcome(lease=claims[failed.id], to_status="failed", error_code="x")])
 
         def published(job_id: int, name: str) -> str:
             temp = objects.create_temp(job_id, 9, f"exports/{job_id}/{name}")
@@ -158,7 +160,7 @@ def test_the_sweeper_removes_what_no_living_export_owns(
         kept_published = published(running.id, "r.csv")  # between publish and commit
         orphan = published(999_999, "o.csv")
         failed_object = published(failed.id, "f.csv")
-        report = sweep(db, objects)
+        report = sweep(db.jobs, objects)
         assert report.deleted == {
             orphan: "its job does not exist",
             failed_object: "published object of a failed job",

@@ -9,15 +9,15 @@ from tests.store.test_operations import new_job
 
 
 def finished(db: Database, published: PublishedObject | None, **options: object) -> JobId:
-    job = db.create_job(new_job(options={"csv": options}))[0]
-    (claim,) = db.claim_jobs("w", limit=1, lease_seconds=60)
+    job = db.jobs.create_job(new_job(options={"csv": options}))[0]
+    (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
     outcome = Outcome(
         lease=claim.lease,
         to_status="succeeded" if published else "failed",
         published=published,
         error_code=None if published else "query_error",
     )
-    assert db.finish_jobs([outcome])
+    assert db.queue.finish_jobs([outcome])
     return job.id
 
 
@@ -38,7 +38,7 @@ def published(**fields: object) -> PublishedObject:
 
 def test_the_schema_names_the_dialect_and_each_columns_type(jobs_db: Database) -> None:
     job_id = finished(jobs_db, published(), delimiter=";", gzip=True, null_marker="\\N")
-    schema = file_schema(jobs_db.get_job(job_id).job)
+    schema = file_schema(jobs_db.jobs.get_job(job_id).job)
     assert schema == {
         "file_name": "q-1.csv.gz",
         "dialect_version": 2,
@@ -64,14 +64,14 @@ def test_a_dialect_1_job_lists_its_columns_without_types(jobs_db: Database) -> N
         raw.execute("UPDATE jobs SET column_types = NULL, dialect_version = 1")
     finally:
         raw.close()
-    schema = file_schema(jobs_db.get_job(job_id).job)
+    schema = file_schema(jobs_db.jobs.get_job(job_id).job)
     assert schema is not None
     assert schema["dialect_version"] == 1
     assert schema["columns"] == [{"name": "id", "type": None}, {"name": "at", "type": None}]
 
 
 def test_a_job_without_a_file_has_no_schema(jobs_db: Database) -> None:
-    assert file_schema(jobs_db.get_job(finished(jobs_db, None)).job) is None
+    assert file_schema(jobs_db.jobs.get_job(finished(jobs_db, None)).job) is None
 
 
 def test_the_schema_file_is_named_after_the_csv() -> None:

@@ -50,11 +50,11 @@ def wait_until(predicate: Any, timeout: float = 60.0, every: float = 0.1) -> Non
 
 
 def submit(db: Database, catalog: Catalog, name: str, owner: str = "alice") -> int:
-    return db.create_job(new_export(catalog.queries[name], {}, owner=owner))[0].id
+    return db.jobs.create_job(new_export(catalog.queries[name], {}, owner=owner))[0].id
 
 
 def status(db: Database, job_id: int) -> tuple[str, str | None]:
-    job = db.get_job(job_id).job  # type: ignore[arg-type]
+    job = db.jobs.get_job(job_id).job  # type: ignore[arg-type]
     return job.status, job.error_code
 
 
@@ -78,7 +78,7 @@ def restartable_url(cluster: ThrowawayCluster) -> str:
         conn.execute(f"CREATE DATABASE {name}".encode())
     url = cluster.url.rsplit("/", 1)[0] + f"/{name}"
     database = open_database(url, GRAPH, check=False)
-    database.upgrade()
+    database.schema.upgrade()
     database.close()
     return url
 
@@ -127,7 +127,7 @@ def test_an_export_finished_while_the_database_was_down_still_succeeds(
         time.sleep(8)  # the export ends meanwhile, and its finish meets a closed door
         cluster.resume()
         wait_until(lambda: status(db, job)[0] != "running", timeout=90)
-        ended = db.get_job(job).job  # type: ignore[arg-type]
+        ended = db.jobs.get_job(job).job  # type: ignore[arg-type]
         assert (ended.status, ended.error_code) == ("succeeded", None)
         assert ended.object_key is not None
         info = local_objects.stat(ended.object_key)
@@ -145,7 +145,7 @@ def test_a_row_lock_held_by_a_paused_process_fails_nobody_else(
     skips the locked row instead of waiting on it, and another worker's leases keep renewing."""
     db = open_database(postgres_url, GRAPH, lock_timeout_seconds=1)
     paused_job = submit(db, catalog, "small", owner="frozen")
-    (frozen,) = db.claim_jobs("frozen-worker", limit=1, lease_seconds=1)
+    (frozen,) = db.queue.claim_jobs("frozen-worker", limit=1, lease_seconds=1)
     lock = psycopg.connect(postgres_url)
     lock.execute(f"UPDATE jobs SET bytes_written = bytes_written WHERE id = {paused_job}".encode())
     worker = start_worker(db, catalog, local_objects, lease_seconds=3, reap_grace_seconds=0.5)
@@ -158,7 +158,7 @@ def test_a_row_lock_held_by_a_paused_process_fails_nobody_else(
         lock.rollback()
         wait_until(lambda: status(db, paused_job) == ("failed", "lease_expired"), timeout=30)
         assert status(db, busy) == ("running", None)
-        db.cancel_job(busy, person="alice")  # type: ignore[arg-type]
+        db.jobs.cancel_job(busy, person="alice")  # type: ignore[arg-type]
     finally:
         lock.close()
         worker.stop(grace_seconds=0)
@@ -183,7 +183,7 @@ def test_an_unwritable_object_store_fails_a_few_jobs_and_queues_the_rest(
         failed = [j for j in jobs if status(jobs_db, j) == ("failed", "storage_unavailable")]
         assert 1 <= len(failed) <= 3
         assert all(status(jobs_db, j)[0] in ("failed", "queued") for j in jobs)
-        message = jobs_db.get_job(failed[0]).job.error_message or ""  # type: ignore[arg-type]
+        message = jobs_db.jobs.get_job(failed[0]).job.error_message or ""  # type: ignore[arg-type]
         assert "object store refused" in message
         beat = worker.heartbeat()
         assert (beat.pause_reason, beat.claims_paused_until is not None) == (
@@ -269,16 +269,16 @@ def test_a_worker_writes_its_heartbeat(
     worker = start_worker(jobs_db, catalog, local_objects, heartbeat_seconds=0.2)
     try:
         job = submit(jobs_db, catalog, "endless")
-        wait_until(lambda: any(job in b.active_jobs for b in jobs_db.heartbeats()))
-        (beat,) = jobs_db.heartbeats()
+        wait_until(lambda: any(job in b.active_jobs for b in jobs_db.heartbeats.heartbeats()))
+        (beat,) = jobs_db.heartbeats.heartbeats()
         assert (beat.kind, beat.pid, beat.pause_reason) == ("worker", os.getpid(), None)
         assert beat.last_claim_at is not None
         assert beat.age_seconds is not None
         assert beat.age_seconds < 30
-        jobs_db.cancel_job(job, person="alice")  # type: ignore[arg-type]
+        jobs_db.jobs.cancel_job(job, person="alice")  # type: ignore[arg-type]
     finally:
         worker.stop(grace_seconds=0)
-    assert jobs_db.list_jobs(JobFilter()).jobs[0].status == "canceled"
+    assert jobs_db.jobs.list_jobs(JobFilter()).jobs[0].status == "canceled"
 
 
 def test_leftover_fifo_folders_of_dead_processes_are_removed_at_start(

@@ -67,10 +67,10 @@ def exports(sources_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     }
     catalog: Catalog = catalog_for(sources_dir, None, queries)
     db: Database = open_database(f"sqlite:///{home / 'jobs.db'}", GRAPH, check=False)
-    db.upgrade()
+    db.schema.upgrade()
     objects = open_object_store(f"file://{home / 'objects'}", link_secret=b"secret")
     jobs = {
-        name: db.create_job(new_export(catalog.queries[query], {}, owner="alice"))[0].id
+        name: db.jobs.create_job(new_export(catalog.queries[query], {}, owner="alice"))[0].id
         for name, query in zip(VARIANTS, queries, strict=True)
     }
     worker = Worker(db, catalog, objects, WorkerSettings(concurrency=2, poll_seconds=0.1))
@@ -78,14 +78,14 @@ def exports(sources_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and any(
-            db.get_job(job_id).job.finished_at is None for job_id in jobs.values()
+            db.jobs.get_job(job_id).job.finished_at is None for job_id in jobs.values()
         ):
             time.sleep(0.05)
     finally:
         worker.stop(grace_seconds=0)
     folders = {}
     for name, job_id in jobs.items():
-        job = db.get_job(job_id).job
+        job = db.jobs.get_job(job_id).job
         assert job.status == "succeeded", job.error_message
         folder = home / name
         folder.mkdir()

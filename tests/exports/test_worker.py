@@ -73,7 +73,7 @@ def worker_factory(jobs_db: Database, catalog: Catalog) -> Iterator[Any]:
 
 
 def submit(db: Database, catalog: Catalog, name: str, **params: Any) -> int:
-    job, _ = db.create_job(new_export(catalog.queries[name], params, owner="alice"))
+    job, _ = db.jobs.create_job(new_export(catalog.queries[name], params, owner="alice"))
     return job.id
 
 
@@ -87,8 +87,8 @@ def wait_until(predicate: Any, timeout: float = 60.0) -> None:
 
 
 def finished(db: Database, job_id: int, timeout: float = 60.0) -> Job:
-    wait_until(lambda: db.get_job(job_id).job.finished_at is not None, timeout)  # type: ignore[arg-type]
-    return db.get_job(job_id).job  # type: ignore[arg-type]
+    wait_until(lambda: db.jobs.get_job(job_id).job.finished_at is not None, timeout)  # type: ignore[arg-type]
+    return db.jobs.get_job(job_id).job  # type: ignore[arg-type]
 
 
 def object_bytes(objects: ObjectStore, key: str) -> bytes:
@@ -134,7 +134,7 @@ def test_an_export_from_each_source_into_each_store(
     width = len(rows[0])
     expected = [[render_value(v, CsvOptions()) or "" for v in row[:width]] for row in typed_rows()]
     assert rows[1:] == expected
-    detail = jobs_db.get_job(job.id)  # type: ignore[arg-type]
+    detail = jobs_db.jobs.get_job(job.id)  # type: ignore[arg-type]
     assert [h.to_status for h in detail.history] == ["running", "succeeded"]
     assert [e.effect for e in detail.side_effects] == ["write_csv_object", "emit_done_webhook"]
     assert {info.key for info in object_store.list_objects()} == {job.object_key}
@@ -162,7 +162,7 @@ def test_a_query_error_fails_the_job_and_leaves_no_object(
     assert job.error_code == "query_error"
     assert "no_such_column" in (job.error_message or "")
     assert list(object_store.list_objects()) == []
-    effects = jobs_db.get_job(job.id).side_effects  # type: ignore[arg-type]
+    effects = jobs_db.jobs.get_job(job.id).side_effects  # type: ignore[arg-type]
     assert [e.effect for e in effects] == ["emit_failed_webhook"]
 
 
@@ -186,14 +186,14 @@ def test_cancelling_a_running_export_stops_it_and_leaves_no_object(
 ) -> None:
     worker = worker_factory(object_store)
     job_id = submit(jobs_db, catalog, "endless")
-    wait_until(lambda: jobs_db.get_job(job_id).job.bytes_written > 0)  # type: ignore[arg-type]
-    wait_until(lambda: jobs_db.get_job(job_id).job.rows_written > 0)  # type: ignore[arg-type]
-    jobs_db.cancel_job(job_id, person="alice", reason="changed my mind")  # type: ignore[arg-type]
+    wait_until(lambda: jobs_db.jobs.get_job(job_id).job.bytes_written > 0)  # type: ignore[arg-type]
+    wait_until(lambda: jobs_db.jobs.get_job(job_id).job.rows_written > 0)  # type: ignore[arg-type]
+    jobs_db.jobs.cancel_job(job_id, person="alice", reason="changed my mind")  # type: ignore[arg-type]
     canceled_at = time.monotonic()
     wait_until(lambda: worker.active == 0, timeout=30)
     stopped_after = time.monotonic() - canceled_at
     assert stopped_after < 20  # generous: the real figure comes from bench/export.py
-    detail = jobs_db.get_job(job_id)  # type: ignore[arg-type]
+    detail = jobs_db.jobs.get_job(job_id)  # type: ignore[arg-type]
     assert detail.job.status == "canceled"
     assert [(h.to_status, h.actor, h.person) for h in detail.history][-1] == (
         "canceled",
@@ -210,11 +210,11 @@ def test_graceful_stop_ends_running_exports_as_worker_shutdown(
     worker = Worker(jobs_db, catalog, local_objects, WorkerSettings(poll_seconds=0.2))
     worker.start()
     job_id = submit(jobs_db, catalog, "endless")
-    wait_until(lambda: jobs_db.get_job(job_id).job.bytes_written > 0)  # type: ignore[arg-type]
+    wait_until(lambda: jobs_db.jobs.get_job(job_id).job.bytes_written > 0)  # type: ignore[arg-type]
     worker.stop(grace_seconds=0.5)
-    job = jobs_db.get_job(job_id).job  # type: ignore[arg-type]
+    job = jobs_db.jobs.get_job(job_id).job  # type: ignore[arg-type]
     assert (job.status, job.error_code) == ("failed", "worker_shutdown")
-    assert jobs_db.get_job(job_id).history[-1].reason == "worker_shutdown"  # type: ignore[arg-type]
+    assert jobs_db.jobs.get_job(job_id).history[-1].reason == "worker_shutdown"  # type: ignore[arg-type]
     assert list(local_objects.list_objects()) == []
 
 
@@ -225,9 +225,9 @@ def test_an_expired_object_is_swept_and_its_job_stays_succeeded(
     job = finished(jobs_db, submit(jobs_db, catalog, "typed_duckdb"))
     assert job.status == "succeeded"
     assert job.object_expires_at is not None
-    report = sweep(jobs_db, object_store)
+    report = sweep(jobs_db.jobs, object_store)
     assert report.deleted == {job.object_key: "past its retention"}
-    assert jobs_db.get_job(job.id).job.status == "succeeded"  # type: ignore[arg-type]
+    assert jobs_db.jobs.get_job(job.id).job.status == "succeeded"  # type: ignore[arg-type]
     assert list(object_store.list_objects()) == []
 
 
@@ -256,9 +256,9 @@ def export_service(
     from datetime import UTC, datetime
 
     return ExportService(
-        jobs=jobs_db,
-        effects=jobs_db,
-        downloads=jobs_db,
+        jobs=jobs_db.jobs,
+        effects=jobs_db.effects,
+        downloads=jobs_db.jobs,
         catalog=catalog,
         objects=objects,
         link_secret=b"secret",
@@ -283,10 +283,10 @@ def test_a_download_answers_410_once_the_object_expired(
     expired = export_service(jobs_db, catalog, object_store, clock=lambda: later)
     with pytest.raises(GoneError, match="expired"):
         expired.download(owner, job.id)
-    sweep(jobs_db, object_store, now=later)
+    sweep(jobs_db.jobs, object_store, now=later)
     with pytest.raises(GoneError, match="no longer stored"):  # gone from the store as well
         export_service(jobs_db, catalog, object_store).download(owner, job.id)
-    assert jobs_db.get_job(job.id).job.status == "succeeded"  # type: ignore[arg-type]
+    assert jobs_db.jobs.get_job(job.id).job.status == "succeeded"  # type: ignore[arg-type]
 
 
 def test_only_a_succeeded_job_has_a_download(

@@ -56,7 +56,7 @@ def postgres_server() -> Iterator[PostgresServer | None]:
     server.execute(f"DROP DATABASE IF EXISTS {server.template} WITH (FORCE)")
     server.execute(f"CREATE DATABASE {server.template}")
     database = open_database(server.url_for(server.template), GRAPH, check=False)
-    database.upgrade()
+    database.schema.upgrade()
     database.close()
     yield server
     server.execute(f"DROP DATABASE IF EXISTS {server.template} WITH (FORCE)")
@@ -105,7 +105,7 @@ def database_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -
         return str(request.getfixturevalue("postgres_url"))
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
     database = open_database(url, GRAPH, check=False)
-    database.upgrade()
+    database.schema.upgrade()
     database.close()
     return url
 

@@ -23,10 +23,10 @@ def drain(url: str, worker: str) -> list[int]:
     database = open_database(url, GRAPH)
     claimed: list[int] = []
     try:
-        while claims := database.claim_jobs(worker, limit=10, lease_seconds=120):
+        while claims := database.queue.claim_jobs(worker, limit=10, lease_seconds=120):
             claimed += [c.job.id for c in claims]
             outcomes = [Outcome(lease=c.lease, to_status="succeeded") for c in claims]
-            assert all(database.finish_jobs(outcomes))
+            assert all(database.queue.finish_jobs(outcomes))
     finally:
         database.close()
     return claimed
@@ -38,7 +38,7 @@ def drain_into(url: str, worker: str, results: multiprocessing.Queue[list[int]])
 
 def enqueue(db: Database, count: int) -> set[int]:
     with ThreadPoolExecutor(4) as pool:
-        return set(pool.map(lambda _: db.create_job(new_job())[0].id, range(count)))
+        return set(pool.map(lambda _: db.jobs.create_job(new_job())[0].id, range(count)))
 
 
 def assert_each_job_ran_exactly_once(raw: RawSql, expected: set[int], claims: list[int]) -> None:
@@ -87,8 +87,8 @@ def test_cancel_racing_completion_ends_in_exactly_one_terminal_status(
     db: Database, raw: RawSql, rounds: int
 ) -> None:
     for _ in range(rounds):
-        db.create_job(new_job())
-    claims = db.claim_jobs("w1", limit=rounds, lease_seconds=600)
+        db.jobs.create_job(new_job())
+    claims = db.queue.claim_jobs("w1", limit=rounds, lease_seconds=600)
     assert len(claims) == rounds
     start = threading.Barrier(2)
     won: dict[str, Counter[str]] = {"cancel": Counter(), "finish": Counter()}
@@ -97,7 +97,7 @@ def test_cancel_racing_completion_ends_in_exactly_one_terminal_status(
         for claim in claims:
             start.wait()
             try:
-                db.cancel_job(claim.job.id, person="alice")
+                db.jobs.cancel_job(claim.job.id, person="alice")
                 won["cancel"]["canceled"] += 1
             except (TransitionError, StaleStatusError):
                 won["cancel"]["lost"] += 1
@@ -105,7 +105,7 @@ def test_cancel_racing_completion_ends_in_exactly_one_terminal_status(
     def finish_all() -> None:
         for claim in claims:
             start.wait()
-            ok = db.finish_jobs([Outcome(lease=claim.lease, to_status="succeeded")])
+            ok = db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="succeeded")])
             won["finish"]["succeeded" if ok == [True] else "lost"] += 1
 
     threads = [threading.Thread(target=cancel_all), threading.Thread(target=finish_all)]

@@ -12,7 +12,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from reportexport import graph_sql
 from reportexport.store import Database, SchemaMismatchError, StoreError, open_database
 from tests.store.conftest import GRAPH, RawSql
 from tests.store.test_operations import new_job
@@ -35,18 +34,18 @@ def lax(raw: RawSql) -> None:
 
 
 def test_a_current_database_behaves_as_the_fixture_says(db: Database) -> None:
-    report = db.probe()
+    report = db.schema.probe()
     assert report.findings == []
     moves = len(GRAPH.states) * len(GRAPH.states) * (len(GRAPH.actors) + 2)  # + none, unknown
     assert report.moves == moves
     assert report.refusals > 90
-    assert db.installed_definitions() == db.expected_definitions()
-    assert db.schema_status().current
+    assert db.schema.installed_definitions() == db.schema.expected_definitions()
+    assert db.schema.status().current
 
 
 def test_the_probe_rolls_back_everything_it_tried(db: Database, raw: RawSql) -> None:
     before = [raw.scalar(f"SELECT count(*) FROM {t}") for t in ("jobs", "job_history")]
-    db.probe()
+    db.schema.probe()
     assert [raw.scalar(f"SELECT count(*) FROM {t}") for t in ("jobs", "job_history")] == before
 
 
@@ -63,7 +62,7 @@ def test_a_laxer_guard_is_named_refused_at_start_and_undone_by_upgrade(
     assert "behaviour: queued -> running by user: accepted, the fixture does not" in probed.stderr
     assert run_cli("db", "upgrade", "--database", database_url).returncode == 0
     with closing(open_database(database_url, GRAPH)) as database:
-        assert database.probe().findings == []
+        assert database.schema.probe().findings == []
     assert run_cli("db", "check", "--database", database_url, "--behaviour").returncode == 0
 
 
@@ -77,23 +76,21 @@ def test_a_patched_generator_is_caught_by_the_probe_on_a_fresh_database(
     patched_graph = dataclasses.replace(
         GRAPH, terminal=("succeeded", "canceled"), transitions=weaker
     )
-    original = {
-        name: getattr(graph_sql, name) for name in ("sqlite_graph_sql", "postgres_graph_sql")
-    }
-    for name, render in original.items():
-        monkeypatch.setattr(graph_sql, name, lambda graph, render=render: render(patched_graph))
-    from reportexport.store import postgres, sqlite
+    from reportexport.store import migrator
 
-    monkeypatch.setattr(sqlite, "sqlite_graph_sql", graph_sql.sqlite_graph_sql)
-    monkeypatch.setattr(postgres, "postgres_graph_sql", graph_sql.postgres_graph_sql)
+    weakened = {
+        dialect: lambda graph, render=render: render(patched_graph)
+        for dialect, render in migrator.GRAPH_SQL.items()
+    }
+    monkeypatch.setattr(migrator, "GRAPH_SQL", weakened)
     if backend == "postgres":
         url = str(request.getfixturevalue("empty_postgres_url"))
     else:
         url = f"sqlite:///{tmp_path / 'fresh.db'}"
     with closing(open_database(url, GRAPH, check=False)) as database:
-        database.upgrade()
-        assert database.installed_definitions() == database.expected_definitions()
-        findings = database.probe().findings
+        database.schema.upgrade()
+        assert database.schema.installed_definitions() == database.schema.expected_definitions()
+        findings = database.schema.probe().findings
     assert any(f.startswith("failed -> queued by worker: accepted") for f in findings), findings
 
 
@@ -109,16 +106,18 @@ def test_an_object_added_by_hand_is_named_and_upgrade_will_not_bless_it(
             "EXECUTE FUNCTION sneaky();"
         )
     with closing(open_database(database_url, GRAPH, check=False)) as database:
-        differences = database.installed_definitions().differences(database.expected_definitions())
+        differences = database.schema.installed_definitions().differences(
+            database.schema.expected_definitions()
+        )
         assert any("sneaky" in line and "not part of the schema" in line for line in differences)
         with pytest.raises(StoreError, match=r"cannot make right.*sneaky"):
-            database.upgrade()
+            database.schema.upgrade()
 
 
 def test_upgrade_waits_out_a_row_lock_instead_of_failing(postgres_url: str) -> None:
     """A live worker holds row locks for moments; re-applying the graph needs the table."""
     with closing(open_database(postgres_url, GRAPH)) as database:
-        job = database.create_job(new_job())[0]
+        job = database.jobs.create_job(new_job())[0]
     with closing(RawSql(postgres_url)) as raw:
         lax(raw)
     holder = psycopg.connect(postgres_url)
@@ -128,8 +127,8 @@ def test_upgrade_waits_out_a_row_lock_instead_of_failing(postgres_url: str) -> N
     started = time.monotonic()
     try:
         with closing(open_database(postgres_url, GRAPH, check=False, lock_timeout_seconds=1)) as db:
-            db.upgrade()
-            assert db.schema_status().current
+            db.schema.upgrade()
+            assert db.schema.status().current
     finally:
         release.cancel()
         holder.close()

@@ -17,7 +17,7 @@ from tests.store.test_operations import new_job
 
 
 def queued(db: Database) -> int:
-    return db.create_job(new_job())[0].id
+    return db.jobs.create_job(new_job())[0].id
 
 
 def running(db: Database) -> int:
@@ -25,13 +25,13 @@ def running(db: Database) -> int:
 
 
 def claim(db: Database) -> Lease:
-    db.create_job(new_job())
-    return db.claim_jobs("w1", limit=1, lease_seconds=60)[0].lease
+    db.jobs.create_job(new_job())
+    return db.queue.claim_jobs("w1", limit=1, lease_seconds=60)[0].lease
 
 
 def succeeded(db: Database) -> int:
     lease = claim(db)
-    assert db.finish_jobs([Outcome(lease=lease, to_status="succeeded")]) == [True]
+    assert db.queue.finish_jobs([Outcome(lease=lease, to_status="succeeded")]) == [True]
     return lease.job_id
 
 
@@ -201,13 +201,10 @@ def heartbeat() -> Heartbeat:
 def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
     postgres_url: str,
 ) -> None:
-    from reportexport.store.postgres import PostgresDatabase
-
     role = "reportexport_test_service"
     owner_db = open_database(postgres_url, GRAPH)
-    assert isinstance(owner_db, PostgresDatabase)
     try:
-        owner_db.grant_service_role(role)
+        owner_db.schema.grant_service_role(role)
     finally:
         owner_db.close()
     base, _, _ = postgres_url.partition("://")
@@ -218,17 +215,26 @@ def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
     try:
         job_id = succeeded(service)  # the service works through the triggers...
         # ...and everything else it does: people, endpoints, deliveries, downloads, heartbeats
-        user, _ = service.add_user("svc-person", "user")
-        endpoint = service.add_webhook_endpoint(owner=user.name, url="https://h.example/x",
+        user, _ = service.users.add_user("svc-person", "user")
+        endpoint = service.endpoints.add_webhook_endpoint(owner=user.name, url="https://h.example/x",
                                                 secret="whsec_x")  # fmt: skip
-        service.rotate_webhook_secret(endpoint.id, secret="whsec_y", until=datetime.now(UTC))
-        service.record_download(job_id, user.name)
-        effect = service.claim_side_effects("r", limit=1, now=datetime.now(UTC),
+        service.endpoints.rotate_webhook_secret(
+            endpoint.id, secret="whsec_y", until=datetime.now(UTC)
+        )
+        service.jobs.record_download(job_id, user.name)
+        effect = service.effects.claim_side_effects("r", limit=1, now=datetime.now(UTC),
                                             claim_until=datetime.now(UTC))[0]  # fmt: skip
-        service.record_delivery(job_id, effect.effect.effect, endpoint.id, now=datetime.now(UTC),
-                                status=200, error=None, delivered=True)  # fmt: skip
-        service.beat(heartbeat())
-        assert [b.process for b in service.heartbeats()] == [heartbeat().process]
+        service.endpoints.record_delivery(
+            job_id, effect.effect.effect, endpoint.id, now=datetime.now(UTC),
+            status=200, error=None, delivered=True,
+        )  # fmt: skip
+        service.heartbeats.beat(heartbeat())
+        assert [b.process for b in service.heartbeats.heartbeats()] == [heartbeat().process]
+        service.caps.publish({"warehouse": 3}, process="svc")
+        service.caps.publish({"warehouse": 1}, process="svc")
+        assert [(c.source, c.max_concurrent) for c in service.caps.caps()] == [("warehouse", 1)]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # purging is the owner's
+            service.retention.purge(datetime.now(UTC), person="svc-person")
     finally:
         service.close()
     with psycopg.connect(service_url, autocommit=True) as conn:  # ...and cannot get around them
@@ -281,7 +287,7 @@ def test_sqlite3_shell_cannot_break_the_graph(tmp_path: Path) -> None:
         pytest.skip("the sqlite3 shell is not installed")
     path = tmp_path / "shell.db"
     database = open_database(f"sqlite:///{path}", GRAPH, check=False)
-    database.upgrade()
+    database.schema.upgrade()
     database.close()
     script = (
         "INSERT INTO jobs (owner, saved_query, query_sql, query_hash, status) "

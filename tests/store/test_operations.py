@@ -50,12 +50,12 @@ def published(key: str = "exports/1.csv") -> PublishedObject:
 
 
 def claim_one(db: Database, worker: str = "w1", lease_seconds: float = 30) -> Lease:
-    (claim,) = db.claim_jobs(worker, limit=1, lease_seconds=lease_seconds)
+    (claim,) = db.queue.claim_jobs(worker, limit=1, lease_seconds=lease_seconds)
     return claim.lease
 
 
 def test_create_queues_a_job_with_everything_it_was_given(db: Database) -> None:
-    job, created = db.create_job(new_job())
+    job, created = db.jobs.create_job(new_job())
     assert created is True
     assert job.status == "queued"
     assert job.owner == "alice"
@@ -67,54 +67,59 @@ def test_create_queues_a_job_with_everything_it_was_given(db: Database) -> None:
 
 
 def test_create_with_a_used_idempotency_key_returns_the_first_job(db: Database) -> None:
-    first, created = db.create_job(new_job(idempotency_key="k1"))
-    again, created_again = db.create_job(new_job(idempotency_key="k1"))
+    first, created = db.jobs.create_job(new_job(idempotency_key="k1"))
+    again, created_again = db.jobs.create_job(new_job(idempotency_key="k1"))
     assert created is True
     assert created_again is False
     assert again.id == first.id
-    other_owner, created_other = db.create_job(new_job(owner="bob", idempotency_key="k1"))
+    other_owner, created_other = db.jobs.create_job(new_job(owner="bob", idempotency_key="k1"))
     assert created_other is True
     assert other_owner.id != first.id
 
 
 def test_get_unknown_job_raises_not_found(db: Database) -> None:
     with pytest.raises(JobNotFoundError):
-        db.get_job(999_999)  # type: ignore[arg-type]
+        db.jobs.get_job(999_999)  # type: ignore[arg-type]
 
 
 def test_list_shows_an_owners_jobs_newest_first_with_keyset_pages(db: Database) -> None:
-    ids = [db.create_job(new_job())[0].id for _ in range(5)]
-    db.create_job(new_job(owner="bob"))
-    first = db.list_jobs(JobFilter(owner="alice", limit=2))
+    ids = [db.jobs.create_job(new_job())[0].id for _ in range(5)]
+    db.jobs.create_job(new_job(owner="bob"))
+    first = db.jobs.list_jobs(JobFilter(owner="alice", limit=2))
     assert [j.id for j in first.jobs] == ids[::-1][:2]
-    second = db.list_jobs(JobFilter(owner="alice", limit=2, before=first.next_cursor))
+    second = db.jobs.list_jobs(JobFilter(owner="alice", limit=2, before=first.next_cursor))
     assert [j.id for j in second.jobs] == ids[::-1][2:4]
-    third = db.list_jobs(JobFilter(owner="alice", limit=2, before=second.next_cursor))
+    third = db.jobs.list_jobs(JobFilter(owner="alice", limit=2, before=second.next_cursor))
     assert [j.id for j in third.jobs] == ids[:1]
     assert third.next_cursor is None
 
 
 def test_list_filters_by_status_and_an_operator_sees_everyone(db: Database) -> None:
-    a = db.create_job(new_job())[0]
-    db.create_job(new_job(owner="bob"))
-    db.cancel_job(a.id, person="alice")
-    assert [j.id for j in db.list_jobs(JobFilter(owner="alice", status="canceled")).jobs] == [a.id]
-    assert db.list_jobs(JobFilter(owner="alice", status="queued")).jobs == ()
-    assert {j.owner for j in db.list_jobs(JobFilter()).jobs} == {"alice", "bob"}
-    assert len(db.list_jobs(JobFilter(saved_query="nope")).jobs) == 0
+    a = db.jobs.create_job(new_job())[0]
+    db.jobs.create_job(new_job(owner="bob"))
+    db.jobs.cancel_job(a.id, person="alice")
+    assert [j.id for j in db.jobs.list_jobs(JobFilter(owner="alice", status="canceled")).jobs] == [
+        a.id
+    ]
+    assert db.jobs.list_jobs(JobFilter(owner="alice", status="queued")).jobs == ()
+    assert {j.owner for j in db.jobs.list_jobs(JobFilter()).jobs} == {"alice", "bob"}
+    assert len(db.jobs.list_jobs(JobFilter(saved_query="nope")).jobs) == 0
 
 
 def test_claim_moves_the_oldest_queued_jobs_to_running_with_a_lease(db: Database) -> None:
-    ids = [db.create_job(new_job())[0].id for _ in range(3)]
-    claims = db.claim_jobs("w1", limit=2, lease_seconds=30)
+    ids = [db.jobs.create_job(new_job())[0].id for _ in range(3)]
+    claims = db.queue.claim_jobs("w1", limit=2, lease_seconds=30)
     assert [c.job.id for c in claims] == ids[:2]
     for claim in claims:
-        assert claim.job.status == "running"
-        assert claim.job.lease_owner == "w1"
-        assert claim.lease.token == 1
-        assert claim.job.started_at is not None
-        assert claim.lease.expires_at > claim.job.started_at
-    detail = db.get_job(ids[0])
+        job = db.jobs.get_job(claim.job.id).job
+        assert job.status == "running"
+        assert job.lease_owner == "w1"
+        assert claim.lease.token == job.lease_token == 1
+        assert job.started_at is not None
+        assert claim.lease.expires_at == job.lease_expires_at
+        assert claim.lease.expires_at > job.started_at
+        assert (claim.job.saved_query, claim.job.parameters) == (job.saved_query, job.parameters)
+    detail = db.jobs.get_job(ids[0])
     (entry,) = detail.history
     assert (entry.from_status, entry.to_status, entry.actor, entry.worker) == (
         "queued",
@@ -122,17 +127,17 @@ def test_claim_moves_the_oldest_queued_jobs_to_running_with_a_lease(db: Database
         "worker",
         "w1",
     )
-    assert db.claim_jobs("w2", limit=5, lease_seconds=30)[0].job.id == ids[2]
-    assert db.claim_jobs("w2", limit=5, lease_seconds=30) == []
+    assert db.queue.claim_jobs("w2", limit=5, lease_seconds=30)[0].job.id == ids[2]
+    assert db.queue.claim_jobs("w2", limit=5, lease_seconds=30) == []
 
 
 def test_finish_succeeded_records_the_object_history_and_side_effects(db: Database) -> None:
-    job = db.create_job(new_job())[0]
+    job = db.jobs.create_job(new_job())[0]
     lease = claim_one(db)
-    assert db.finish_jobs([Outcome(lease=lease, to_status="succeeded", published=published())]) == [
-        True
-    ]
-    detail = db.get_job(job.id)
+    assert db.queue.finish_jobs(
+        [Outcome(lease=lease, to_status="succeeded", published=published())]
+    ) == [True]
+    detail = db.jobs.get_job(job.id)
     assert detail.job.status == "succeeded"
     assert detail.job.object_key == "exports/1.csv"
     assert detail.job.columns == ("id", "day")
@@ -149,14 +154,14 @@ def test_finish_succeeded_records_the_object_history_and_side_effects(db: Databa
 
 
 def test_finish_failed_keeps_the_error(db: Database) -> None:
-    job = db.create_job(new_job())[0]
+    job = db.jobs.create_job(new_job())[0]
     lease = claim_one(db)
     outcome = Outcome(
         lease=lease, to_status="failed", reason="query_error", error_code="query_error",
         error_message="column x does not exist",
     )  # fmt: skip
-    assert db.finish_jobs([outcome]) == [True]
-    detail = db.get_job(job.id)
+    assert db.queue.finish_jobs([outcome]) == [True]
+    detail = db.jobs.get_job(job.id)
     assert (detail.job.error_code, detail.job.error_message) == (
         "query_error",
         "column x does not exist",
@@ -166,40 +171,42 @@ def test_finish_failed_keeps_the_error(db: Database) -> None:
 
 
 def test_a_stale_token_can_neither_complete_nor_fail_a_job(db: Database) -> None:
-    db.create_job(new_job())
+    db.jobs.create_job(new_job())
     lease = claim_one(db)
     stale = Lease(
         job_id=lease.job_id, token=lease.token + 1, worker="w1", expires_at=lease.expires_at
     )
-    assert db.finish_jobs([Outcome(lease=stale, to_status="succeeded", published=published())]) == [
+    assert db.queue.finish_jobs(
+        [Outcome(lease=stale, to_status="succeeded", published=published())]
+    ) == [False]
+    assert db.queue.finish_jobs([Outcome(lease=stale, to_status="failed", error_code="x")]) == [
         False
     ]
-    assert db.finish_jobs([Outcome(lease=stale, to_status="failed", error_code="x")]) == [False]
     with pytest.raises(StaleStatusError):
-        db.record_progress(stale, rows=1, bytes_written=1)
+        db.queue.record_progress(stale, rows=1, bytes_written=1)
     with pytest.raises(StaleStatusError):
-        db.extend_lease(stale, lease_seconds=30)
-    assert db.get_job(lease.job_id).job.status == "running"
+        db.queue.extend_lease(stale, lease_seconds=30)
+    assert db.jobs.get_job(lease.job_id).job.status == "running"
 
 
 def test_finish_refuses_a_worker_cancel_before_touching_the_database(db: Database) -> None:
-    db.create_job(new_job())
+    db.jobs.create_job(new_job())
     lease = claim_one(db)
     with pytest.raises(ActorError, match=r"^actor:worker$"):
-        db.finish_jobs([Outcome(lease=lease, to_status="canceled")])
-    assert db.get_job(lease.job_id).job.status == "running"
+        db.queue.finish_jobs([Outcome(lease=lease, to_status="canceled")])
+    assert db.jobs.get_job(lease.job_id).job.status == "running"
 
 
 def test_finish_many_in_one_call_reports_each_outcome(db: Database) -> None:
     for _ in range(3):
-        db.create_job(new_job())
-    leases = [c.lease for c in db.claim_jobs("w1", limit=3, lease_seconds=30)]
-    db.cancel_job(leases[1].job_id, person="alice")
-    results = db.finish_jobs(
+        db.jobs.create_job(new_job())
+    leases = [c.lease for c in db.queue.claim_jobs("w1", limit=3, lease_seconds=30)]
+    db.jobs.cancel_job(leases[1].job_id, person="alice")
+    results = db.queue.finish_jobs(
         [Outcome(lease=lease, to_status="failed", error_code="boom") for lease in leases]
     )
     assert results == [True, False, True]
-    assert [db.get_job(lease.job_id).job.status for lease in leases] == [
+    assert [db.jobs.get_job(lease.job_id).job.status for lease in leases] == [
         "failed",
         "canceled",
         "failed",
@@ -207,75 +214,75 @@ def test_finish_many_in_one_call_reports_each_outcome(db: Database) -> None:
 
 
 def test_progress_and_lease_extension_need_the_current_lease(db: Database) -> None:
-    db.create_job(new_job())
+    db.jobs.create_job(new_job())
     lease = claim_one(db, lease_seconds=5)
-    db.record_progress(lease, rows=10, bytes_written=2048)
-    db.record_progress(lease, rows=None, bytes_written=4096)
-    job = db.get_job(lease.job_id).job
+    db.queue.record_progress(lease, rows=10, bytes_written=2048)
+    db.queue.record_progress(lease, rows=None, bytes_written=4096)
+    job = db.jobs.get_job(lease.job_id).job
     assert (job.rows_written, job.bytes_written) == (10, 4096)
     assert job.progressed_at is not None
-    extended = db.extend_lease(lease, lease_seconds=600)
+    extended = db.queue.extend_lease(lease, lease_seconds=600)
     assert extended.expires_at > lease.expires_at
     assert extended.token == lease.token
 
 
 def test_cancel_a_queued_job_records_the_person_and_reason(db: Database) -> None:
-    job = db.create_job(new_job())[0]
-    canceled = db.cancel_job(job.id, person="alice", reason="wrong day")
+    job = db.jobs.create_job(new_job())[0]
+    canceled = db.jobs.cancel_job(job.id, person="alice", reason="wrong day")
     assert canceled.status == "canceled"
-    (entry,) = db.get_job(job.id).history
+    (entry,) = db.jobs.get_job(job.id).history
     assert (entry.actor, entry.person, entry.reason) == ("user", "alice", "wrong day")
-    assert [e.effect for e in db.get_job(job.id).side_effects] == ["delete_temp_object"]
+    assert [e.effect for e in db.jobs.get_job(job.id).side_effects] == ["delete_temp_object"]
 
 
 def test_cancel_a_running_job_fences_out_its_worker(db: Database) -> None:
-    db.create_job(new_job())
+    db.jobs.create_job(new_job())
     lease = claim_one(db)
-    db.cancel_job(lease.job_id, person="operator-olga")
+    db.jobs.cancel_job(lease.job_id, person="operator-olga")
     with pytest.raises(StaleStatusError):
-        db.record_progress(lease, rows=1, bytes_written=1)
-    assert db.finish_jobs([Outcome(lease=lease, to_status="succeeded", published=published())]) == [
-        False
-    ]
-    assert db.get_job(lease.job_id).job.status == "canceled"
+        db.queue.record_progress(lease, rows=1, bytes_written=1)
+    assert db.queue.finish_jobs(
+        [Outcome(lease=lease, to_status="succeeded", published=published())]
+    ) == [False]
+    assert db.jobs.get_job(lease.job_id).job.status == "canceled"
 
 
 def test_cancel_a_finished_job_raises_terminal(db: Database) -> None:
-    job = db.create_job(new_job())[0]
-    db.cancel_job(job.id, person="alice")
+    job = db.jobs.create_job(new_job())[0]
+    db.jobs.cancel_job(job.id, person="alice")
     with pytest.raises(TerminalStateError, match=r"^terminal:canceled$"):
-        db.cancel_job(job.id, person="alice")
+        db.jobs.cancel_job(job.id, person="alice")
 
 
 def test_cancel_someone_elses_job_is_not_found(db: Database) -> None:
-    job = db.create_job(new_job(owner="alice"))[0]
+    job = db.jobs.create_job(new_job(owner="alice"))[0]
     with pytest.raises(JobNotFoundError):
-        db.cancel_job(job.id, person="bob", owner="bob")
-    assert db.get_job(job.id).job.status == "queued"
+        db.jobs.cancel_job(job.id, person="bob", owner="bob")
+    assert db.jobs.get_job(job.id).job.status == "queued"
 
 
 def test_reap_fails_expired_leases_as_worker_with_reason_lease_expired(db: Database) -> None:
-    expired_job = db.create_job(new_job())[0]
-    healthy_job = db.create_job(new_job())[0]
-    expired = db.claim_jobs("w1", limit=1, lease_seconds=0)[0].lease
-    db.claim_jobs("w2", limit=1, lease_seconds=600)
+    expired_job = db.jobs.create_job(new_job())[0]
+    healthy_job = db.jobs.create_job(new_job())[0]
+    expired = db.queue.claim_jobs("w1", limit=1, lease_seconds=0)[0].lease
+    db.queue.claim_jobs("w2", limit=1, lease_seconds=600)
     time.sleep(0.01)
-    assert db.reap_expired("reaper-1", grace_seconds=0) == [expired_job.id]
-    detail = db.get_job(expired_job.id)
+    assert db.queue.reap_expired("reaper-1", grace_seconds=0) == [expired_job.id]
+    detail = db.jobs.get_job(expired_job.id)
     assert detail.job.status == "failed"
     assert detail.job.error_code == "lease_expired"
     last = detail.history[-1]
     assert (last.actor, last.reason, last.worker) == ("worker", "lease_expired", "reaper-1")
-    assert db.get_job(healthy_job.id).job.status == "running"
-    assert db.finish_jobs(
+    assert db.jobs.get_job(healthy_job.id).job.status == "running"
+    assert db.queue.finish_jobs(
         [Outcome(lease=expired, to_status="succeeded", published=published())]
     ) == [False]
 
 
 def test_reap_waits_for_the_grace_period(db: Database) -> None:
-    db.create_job(new_job())
-    db.claim_jobs("w1", limit=1, lease_seconds=0)
-    assert db.reap_expired("reaper", grace_seconds=3600) == []
+    db.jobs.create_job(new_job())
+    db.queue.claim_jobs("w1", limit=1, lease_seconds=0)
+    assert db.queue.reap_expired("reaper", grace_seconds=3600) == []
 
 
 def test_wait_for_change_wakes_on_a_new_job(db: Database, database_url: str) -> None:
@@ -284,11 +291,11 @@ def test_wait_for_change_wakes_on_a_new_job(db: Database, database_url: str) -> 
 
     other = open_database(database_url, GRAPH)
     try:
-        db.wait_for_change(0.01)  # set up the listener before the change
-        timer = threading.Timer(0.2, lambda: other.create_job(new_job()))
+        db.queue.wait_for_change(0.01)  # set up the listener before the change
+        timer = threading.Timer(0.2, lambda: other.jobs.create_job(new_job()))
         timer.start()
         started = time.monotonic()
-        assert db.wait_for_change(30) is True
+        assert db.queue.wait_for_change(30) is True
         assert time.monotonic() - started < 25  # woke on the change, not on the timeout
         timer.join()
     finally:
@@ -296,38 +303,38 @@ def test_wait_for_change_wakes_on_a_new_job(db: Database, database_url: str) -> 
 
 
 def test_wait_for_change_times_out_when_nothing_happens(db: Database) -> None:
-    db.wait_for_change(0.01)
-    assert db.wait_for_change(0.1) is False
+    db.queue.wait_for_change(0.01)
+    assert db.queue.wait_for_change(0.1) is False
 
 
 def test_finish_and_claim_ends_jobs_and_claims_the_next_in_one_call(db: Database) -> None:
-    ids = [db.create_job(new_job())[0].id for _ in range(4)]
-    first = db.claim_jobs("w1", limit=2, lease_seconds=30)
+    ids = [db.jobs.create_job(new_job())[0].id for _ in range(4)]
+    first = db.queue.claim_jobs("w1", limit=2, lease_seconds=30)
     outcomes = [Outcome(lease=c.lease, to_status="succeeded") for c in first]
-    finished, claims = db.finish_and_claim(outcomes, worker="w1", limit=3, lease_seconds=30)
+    finished, claims = db.queue.finish_and_claim(outcomes, worker="w1", limit=3, lease_seconds=30)
     assert finished == [True, True]
     assert [c.job.id for c in claims] == ids[2:]
-    assert [db.get_job(i).job.status for i in ids] == ["succeeded"] * 2 + ["running"] * 2
-    assert db.finish_and_claim([], worker="w1", limit=1, lease_seconds=30) == ([], [])
+    assert [db.jobs.get_job(i).job.status for i in ids] == ["succeeded"] * 2 + ["running"] * 2
+    assert db.queue.finish_and_claim([], worker="w1", limit=1, lease_seconds=30) == ([], [])
 
 
 def test_finish_and_claim_rejects_an_illegal_outcome_before_claiming(db: Database) -> None:
-    db.create_job(new_job())
-    db.create_job(new_job())
+    db.jobs.create_job(new_job())
+    db.jobs.create_job(new_job())
     lease = claim_one(db)
     with pytest.raises(ActorError):
-        db.finish_and_claim(
+        db.queue.finish_and_claim(
             [Outcome(lease=lease, to_status="canceled")], worker="w1", limit=1, lease_seconds=30
         )
-    assert db.list_jobs(JobFilter(status="queued")).jobs != ()
+    assert db.jobs.list_jobs(JobFilter(status="queued")).jobs != ()
 
 
 def test_metrics_snapshot_counts_jobs_edges_exports_and_effects(db: Database) -> None:
-    db.create_job(new_job())
+    db.jobs.create_job(new_job())
     lease = claim_one(db)
-    db.finish_jobs([Outcome(lease=lease, to_status="succeeded", published=published())])
-    db.cancel_job(db.create_job(new_job())[0].id, person="alice")
-    snapshot = db.metrics_snapshot()
+    db.queue.finish_jobs([Outcome(lease=lease, to_status="succeeded", published=published())])
+    db.jobs.cancel_job(db.jobs.create_job(new_job())[0].id, person="alice")
+    snapshot = db.metrics.metrics_snapshot()
     assert snapshot.jobs_by_status == {"succeeded": 1, "canceled": 1}
     assert snapshot.transitions[("queued", "running", "worker")] == 1
     assert snapshot.transitions[("queued", "canceled", "user")] == 1
@@ -349,29 +356,31 @@ def limits(max_active: int = 10, max_recent: int = 60, since_hours: float = 1) -
 
 
 def test_create_refuses_an_owner_at_their_cap_of_unfinished_jobs(db: Database) -> None:
-    first = db.create_job(new_job(), limits=limits(max_active=2))[0]
-    db.create_job(new_job(), limits=limits(max_active=2))
-    db.create_job(new_job(owner="bob"), limits=limits(max_active=2))  # bob is not alice
+    first = db.jobs.create_job(new_job(), limits=limits(max_active=2))[0]
+    db.jobs.create_job(new_job(), limits=limits(max_active=2))
+    db.jobs.create_job(new_job(owner="bob"), limits=limits(max_active=2))  # bob is not alice
     with pytest.raises(OwnerLimitError) as refused:
-        db.create_job(new_job(), limits=limits(max_active=2))
+        db.jobs.create_job(new_job(), limits=limits(max_active=2))
     assert (refused.value.limit, refused.value.count, refused.value.maximum) == ("max_active", 2, 2)
-    db.cancel_job(first.id, person="alice")  # a finished job no longer counts
-    assert db.create_job(new_job(), limits=limits(max_active=2))[1] is True
+    db.jobs.cancel_job(first.id, person="alice")  # a finished job no longer counts
+    assert db.jobs.create_job(new_job(), limits=limits(max_active=2))[1] is True
 
 
 def test_create_refuses_an_owner_past_their_recent_creations(db: Database) -> None:
     for _ in range(3):
-        job = db.create_job(new_job(), limits=limits(max_recent=3))[0]
-        db.cancel_job(job.id, person="alice")
+        job = db.jobs.create_job(new_job(), limits=limits(max_recent=3))[0]
+        db.jobs.cancel_job(job.id, person="alice")
     with pytest.raises(OwnerLimitError, match="max_recent"):
-        db.create_job(new_job(), limits=limits(max_recent=3))
+        db.jobs.create_job(new_job(), limits=limits(max_recent=3))
     # Jobs created before the window's start do not count.
-    assert db.create_job(new_job(), limits=limits(max_recent=3, since_hours=-1))[1] is True
+    assert db.jobs.create_job(new_job(), limits=limits(max_recent=3, since_hours=-1))[1] is True
 
 
 def test_a_repeated_idempotency_key_returns_its_job_even_at_the_cap(db: Database) -> None:
-    first, created = db.create_job(new_job(idempotency_key="k"), limits=limits(max_active=1))
-    again, created_again = db.create_job(new_job(idempotency_key="k"), limits=limits(max_active=1))
+    first, created = db.jobs.create_job(new_job(idempotency_key="k"), limits=limits(max_active=1))
+    again, created_again = db.jobs.create_job(
+        new_job(idempotency_key="k"), limits=limits(max_active=1)
+    )
     assert (created, created_again, again.id) == (True, False, first.id)
 
 
@@ -388,7 +397,7 @@ def test_concurrent_creates_of_one_owner_never_pass_the_cap(database_url: str) -
         database = open_database(database_url, GRAPH)
         try:
             barrier.wait()
-            database.create_job(new_job(owner="racer"), limits=limits(max_active=10))
+            database.jobs.create_job(new_job(owner="racer"), limits=limits(max_active=10))
             return True
         except OwnerLimitError:
             return False
@@ -399,14 +408,14 @@ def test_concurrent_creates_of_one_owner_never_pass_the_cap(database_url: str) -
         outcomes = list(pool.map(attempt, range(20)))
     assert outcomes.count(True) == 10
     with closing(open_database(database_url, GRAPH)) as database:
-        page = database.list_jobs(JobFilter(owner="racer", limit=100))
+        page = database.jobs.list_jobs(JobFilter(owner="racer", limit=100))
     assert len(page.jobs) == 10
 
 
 def test_downloads_are_recorded_with_person_and_time(db: Database) -> None:
-    job = db.create_job(new_job())[0]
-    db.record_download(job.id, "alice")
-    db.record_download(job.id, "olga")
-    downloads = db.job_downloads(job.id)
+    job = db.jobs.create_job(new_job())[0]
+    db.jobs.record_download(job.id, "alice")
+    db.jobs.record_download(job.id, "olga")
+    downloads = db.jobs.job_downloads(job.id)
     assert [person for person, _ in downloads] == ["alice", "olga"]
     assert downloads[0][1] <= downloads[1][1]

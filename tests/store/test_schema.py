@@ -13,7 +13,7 @@ import pytest
 
 from reportexport.job_status import IllegalTransitionError
 from reportexport.store import Database, JobId, Outcome, SchemaMismatchError, open_database
-from reportexport.store.queries import load_queries, migration_files
+from reportexport.store.dialect import load_queries, migration_files
 from tests.conftest import REPO_ROOT
 from tests.store.conftest import GRAPH, RawSql, graph_with_archived
 from tests.store.test_operations import new_job
@@ -35,8 +35,8 @@ def test_a_database_without_the_schema_is_refused_with_the_fix(empty_url: str) -
 def test_upgrade_is_idempotent_and_records_the_fingerprint(empty_url: str) -> None:
     db = open_database(empty_url, GRAPH, check=False)
     try:
-        first = db.upgrade()
-        second = db.upgrade()
+        first = db.schema.upgrade()
+        second = db.schema.upgrade()
     finally:
         db.close()
     assert first == second
@@ -62,26 +62,26 @@ def test_upgrade_applies_a_fixture_change_to_a_populated_database(
 ) -> None:
     old = open_database(database_url, GRAPH)
     try:
-        done_id = old.create_job(new_job())[0].id
-        old.cancel_job(done_id, person="alice")
-        waiting_id = old.create_job(new_job())[0].id
+        done_id = old.jobs.create_job(new_job())[0].id
+        old.jobs.cancel_job(done_id, person="alice")
+        waiting_id = old.jobs.create_job(new_job())[0].id
     finally:
         old.close()
 
     _, changed = graph_with_archived(tmp_path)
     upgrader = open_database(database_url, changed, check=False)
     try:
-        assert upgrader.upgrade().fingerprint == changed.fingerprint
+        assert upgrader.schema.upgrade().fingerprint == changed.fingerprint
     finally:
         upgrader.close()
 
     new = open_database(database_url, changed)
     try:
-        assert new.get_job(done_id).job.status == "canceled"
-        (claim,) = new.claim_jobs("w1", limit=1, lease_seconds=60)
+        assert new.jobs.get_job(done_id).job.status == "canceled"
+        (claim,) = new.queue.claim_jobs("w1", limit=1, lease_seconds=60)
         assert claim.job.id == waiting_id
-        assert new.finish_jobs([Outcome(lease=claim.lease, to_status="archived")]) == [True]
-        detail = new.get_job(waiting_id)
+        assert new.queue.finish_jobs([Outcome(lease=claim.lease, to_status="archived")]) == [True]
+        detail = new.jobs.get_job(waiting_id)
         assert detail.job.status == "archived"
         assert detail.job.finished_at is not None
         assert [e.effect for e in detail.side_effects] == ["delete_temp_object"]
@@ -92,36 +92,33 @@ def test_upgrade_applies_a_fixture_change_to_a_populated_database(
 
 
 def test_the_current_graph_rejects_an_edge_it_does_not_declare(db: Database) -> None:
-    db.create_job(new_job())
-    (claim,) = db.claim_jobs("w1", limit=1, lease_seconds=60)
+    db.jobs.create_job(new_job())
+    (claim,) = db.queue.claim_jobs("w1", limit=1, lease_seconds=60)
     with pytest.raises(IllegalTransitionError, match=r"^illegal:running->archived$"):
-        db.finish_jobs([Outcome(lease=claim.lease, to_status="archived")])
+        db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="archived")])
 
 
-def test_both_dialects_name_the_same_queries_and_migrations() -> None:
-    assert load_queries("sqlite").keys() == load_queries("postgres").keys()
+def test_both_dialects_have_the_same_migrations() -> None:
     sqlite_versions = [(n, name) for n, name, _ in migration_files("sqlite")]
     assert sqlite_versions == [(n, name) for n, name, _ in migration_files("postgres")]
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
-def test_every_named_query_is_run_by_the_store_of_its_dialect(dialect: str) -> None:
+def test_every_query_renders_without_a_macro_or_a_foreign_placeholder(dialect: str) -> None:
+    for name, text in load_queries(dialect).items():
+        assert not re.search(r"\{[a-z_]+", text), name
+        if dialect == "postgres":
+            assert not re.search(r"(?<![:\w]):[a-z_]+", text), name
+        else:
+            assert "%(" not in text, name
+
+
+def test_every_named_query_is_run_by_a_role() -> None:
     store = REPO_ROOT / "src" / "reportexport" / "store"
-    source = "".join(
-        (store / name).read_text()
-        for name in (
-            f"{dialect}.py",
-            "operations.py",
-            "effects.py",
-            "users.py",
-            "metrics.py",
-            "heartbeats.py",
-        )
-    )
-    used = set(re.findall(r'SQL\["([a-z_]+)"\]', source))
-    used |= set(re.findall(r'_fetch\(\s*"([a-z_]+)"', source))
-    used |= set(re.findall(r'_run\(\s*conn,\s*"([a-z_]+)"', source))
-    assert used == set(load_queries(dialect))
+    source = "".join(path.read_text() for path in store.glob("*.py"))
+    used = set(re.findall(r'\.(?:rows|row|count|each|_changed)\(\s*"([a-z_]+)"', source))
+    used |= set(re.findall(r'queries\["([a-z_]+)"\]', source))
+    assert used == set(load_queries("sqlite"))
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -162,7 +159,7 @@ def test_a_database_built_from_another_graph_is_reported(tmp_path: Path) -> None
     _, graph = graph_with_archived(tmp_path)
     url = f"sqlite:///{tmp_path / 'other.db'}"
     with closing(open_database(url, graph, check=False)) as database:
-        database.upgrade()
+        database.schema.upgrade()
     stale = run_cli("db", "check", "--database", url)
     assert stale.returncode == 1
     assert "the database holds the job status graph" in stale.stderr
@@ -177,20 +174,14 @@ def test_db_check_on_an_unreachable_server_says_so() -> None:
 
 
 def test_jobs_finished_before_the_column_types_migration_are_dialect_1(
-    backend: str, empty_url: str, monkeypatch: pytest.MonkeyPatch
+    backend: str, empty_url: str
 ) -> None:
     """The column_types_and_dialect migration adds column types and the dialect version; the
     bytes of jobs that finished before it were written by dialect 1."""
-    import reportexport.store.postgres
-    import reportexport.store.sqlite
-
-    store_module = getattr(reportexport.store, backend)
     migrations = migration_files(backend)
     ours = next(n for n, name, _ in migrations if name == "column_types_and_dialect")
-    released = [m for m in migrations if m[0] < ours]
-    monkeypatch.setattr(store_module, "migration_files", lambda dialect: released)
     old = open_database(empty_url, GRAPH, check=False)
-    old.upgrade()
+    old.schema.upgrade(to_version=ours - 1)
     old.close()
     raw = RawSql(empty_url)
     try:
@@ -206,11 +197,10 @@ def test_jobs_finished_before_the_column_types_migration_are_dialect_1(
         )
     finally:
         raw.close()
-    monkeypatch.undo()
     new = open_database(empty_url, GRAPH, check=False)
     try:
-        assert new.upgrade().current
-        finished, waiting = new.get_job(JobId(1)).job, new.get_job(JobId(2)).job
+        assert new.schema.upgrade().current
+        finished, waiting = new.jobs.get_job(JobId(1)).job, new.jobs.get_job(JobId(2)).job
     finally:
         new.close()
     assert (finished.dialect_version, finished.columns, finished.column_types) == (1, ("a",), None)

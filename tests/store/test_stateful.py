@@ -45,7 +45,7 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
             """Leave nothing claimable, so the next example starts from the same state."""
             for job_id, model in self.jobs.items():
                 if not GRAPH.is_terminal(model.status):
-                    db.cancel_job(job_id, person="teardown")  # type: ignore[arg-type]
+                    db.jobs.cancel_job(job_id, person="teardown")  # type: ignore[arg-type]
 
         def ids(self) -> list[int]:
             return sorted(self.jobs)
@@ -56,12 +56,12 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
 
         @rule()
         def create(self) -> None:
-            job = db.create_job(new_job(owner="model"))[0]
+            job = db.jobs.create_job(new_job(owner="model"))[0]
             self.jobs[job.id] = ModelJob(status=GRAPH.initial)
 
         @rule(limit=st.integers(1, 3), expired=st.booleans())
         def claim(self, limit: int, expired: bool) -> None:
-            claims = db.claim_jobs("w", limit=limit, lease_seconds=-1 if expired else 600)
+            claims = db.queue.claim_jobs("w", limit=limit, lease_seconds=-1 if expired else 600)
             mine = [c for c in claims if c.job.id in self.jobs]
             assert len(mine) == len(claims), "claimed a job of an earlier example"
             queued = [i for i in self.ids() if self.jobs[i].status == GRAPH.initial]
@@ -81,11 +81,11 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
                 check_transition("running", to_status, "worker", graph=GRAPH)
             except TransitionError:
                 try:
-                    db.finish_jobs([Outcome(lease=lease, to_status=to_status)])
+                    db.queue.finish_jobs([Outcome(lease=lease, to_status=to_status)])
                 except TransitionError:
                     return
                 raise AssertionError("finish accepted an edge the graph lacks") from None
-            ok = db.finish_jobs([Outcome(lease=lease, to_status=to_status)])
+            ok = db.queue.finish_jobs([Outcome(lease=lease, to_status=to_status)])
             should = job.status == "running" and lease == job.leases[-1]
             assert ok == [should]
             if should:
@@ -98,7 +98,7 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
             job_id = data.draw(st.sampled_from(self.ids()))
             before = self.jobs[job_id].status
             try:
-                db.cancel_job(job_id, person="model")
+                db.jobs.cancel_job(job_id, person="model")
             except TransitionError:
                 assert GRAPH.is_terminal(before)
                 return
@@ -107,7 +107,7 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
 
         @rule()
         def reap(self) -> None:
-            reaped = set(db.reap_expired("reaper", grace_seconds=0))
+            reaped = set(db.queue.reap_expired("reaper", grace_seconds=0))
             for job_id in reaped:
                 assert self.jobs[job_id].status == "running"
                 self.moved(job_id, "failed")
@@ -140,7 +140,7 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
         def database_matches_the_model(self) -> None:
             for job_id, model in self.jobs.items():
                 try:
-                    detail = db.get_job(job_id)  # type: ignore[arg-type]
+                    detail = db.jobs.get_job(job_id)  # type: ignore[arg-type]
                 except JobNotFoundError:
                     raise AssertionError(f"job {job_id} vanished") from None
                 assert detail.job.status == model.status

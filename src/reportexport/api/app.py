@@ -22,7 +22,8 @@ DESCRIPTION = """Asynchronous CSV exports of saved queries on a frozen job lifec
 
 Errors are RFC 9457 problem details (`application/problem+json`): an illegal move answers 409
 with the graph's code, a bad parameter 422 naming it and its rule, a limit 429 with
-`Retry-After`, a body that is not JSON 415, malformed JSON 400, a wrong method 405 with `Allow`.
+`Retry-After`, a body that is not JSON 415, malformed JSON 400, a wrong method 405 with `Allow`,
+and a job store or object store that does not answer 503 with `Retry-After`.
 """
 
 

@@ -65,7 +65,34 @@ class StoreCollector(Collector):
             given_up.add_metric([name], snapshot.effects_given_up.get(name, 0))
         yield attempts
         yield given_up
+        yield from self._sharing(snapshot)
         yield from self._processes()
+
+    def _sharing(self, snapshot: MetricsSnapshot) -> Iterator[Metric]:
+        """How sources and turns are shared: each source's cap and slots taken, and whether one
+        owner's backlog dwarfs the others'."""
+        cap = GaugeMetricFamily(
+            "reportexport_source_max_concurrent",
+            "A source's max_concurrent, held by the database for every worker",
+            labels=["source"],
+        )
+        running = GaugeMetricFamily(
+            "reportexport_source_running", "Slots of a source taken by running exports",
+            labels=["source"],
+        )  # fmt: skip
+        for source in snapshot.source_caps:
+            cap.add_metric([source.source], source.max_concurrent)
+            running.add_metric([source.source], source.running)
+        yield cap
+        yield running
+        yield GaugeMetricFamily(
+            "reportexport_owners_waiting", "People with queued exports",
+            value=snapshot.owners_waiting,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "reportexport_longest_owner_queue", "Queued exports of the person with the most",
+            value=snapshot.longest_owner_queue,
+        )  # fmt: skip
 
     def _processes(self) -> Iterator[Metric]:
         """Each process's heartbeat: its age, its exports, whether its claims are paused."""

@@ -272,6 +272,8 @@ PROBLEM_DESCRIPTIONS = {
     415: "The body is not application/json",
     422: "Invalid request or parameter",
     429: "Over a fairness limit (Retry-After says when to try again)",
+    503: "A service it needs (the job store, the object store) did not answer; try again "
+    "after Retry-After seconds",
 }
 
 

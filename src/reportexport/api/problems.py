@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reportexport.job_status import TransitionError
+from reportexport.outages import OutageError
 from reportexport.parameters import ParameterError
 from reportexport.services.errors import (
     ConflictError,
@@ -160,6 +161,15 @@ def install(app: FastAPI) -> None:
         return problem_response(
             request, 409, "Illegal status change", f"the job cannot move: {exc.code}", code=exc.code
         )
+
+    @app.exception_handler(OutageError)
+    async def on_outage(request: Request, exc: OutageError) -> Response:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return problem_response(
+            request, 503, "Service unavailable",
+            "a service this request needs did not answer in time; try again shortly",
+            {"Retry-After": str(exc.retry_after_seconds)},
+        )  # fmt: skip
 
     @app.exception_handler(ParameterError)
     async def on_parameter(request: Request, exc: ParameterError) -> Response:

@@ -18,13 +18,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from reportexport.effects.backoff import RetryPolicy
 from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
 from reportexport.graph import Graph
 from reportexport.loops import Supervisor
 from reportexport.records import ClaimedEffect, Heartbeat
-from reportexport.store import Database, TransientStoreError
+from reportexport.store import EffectStore, Heartbeats, JobStore, TransientStoreError
 
 log = logging.getLogger("reportexport.effects")
 
@@ -39,10 +40,23 @@ class RunnerSettings:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
 
 
+class RunnerStore(Protocol):
+    """The job store's roles an effects runner uses (a `Database` has them all)."""
+
+    @property
+    def effects(self) -> EffectStore: ...
+
+    @property
+    def jobs(self) -> JobStore: ...
+
+    @property
+    def heartbeats(self) -> Heartbeats: ...
+
+
 class EffectsRunner:
     def __init__(
         self,
-        db: Database,
+        store: RunnerStore,
         context: Context,
         graph: Graph,
         settings: RunnerSettings | None = None,
@@ -55,7 +69,9 @@ class EffectsRunner:
         """`restart_loops`: restart the loop after an unexpected failure (`serve`), or end it
         and let `run_until_signal` return 1 (a supervised `effects` process)."""
         check_handlers(graph, handlers)
-        self.db = db
+        self.effects = store.effects
+        self.jobs = store.jobs
+        self.heartbeats = store.heartbeats
         self.context = context
         self.settings = settings or RunnerSettings()
         self.handlers = handlers
@@ -75,7 +91,7 @@ class EffectsRunner:
     def run_once(self) -> int:
         """Claim the due rows and handle them; how many were handled."""
         now = self.clock()
-        claims = self.db.claim_side_effects(
+        claims = self.effects.claim_side_effects(
             self.settings.runner_id,
             limit=self.settings.batch,
             now=now,
@@ -92,7 +108,7 @@ class EffectsRunner:
     def _step(self) -> float:
         handled = self.run_once()
         if time.monotonic() - self._last_beat >= self.settings.heartbeat_seconds:
-            self.db.beat(self.heartbeat())
+            self.heartbeats.beat(self.heartbeat())
             self._last_beat = time.monotonic()
         return 0.0 if handled else self.settings.poll_seconds
 
@@ -132,7 +148,7 @@ class EffectsRunner:
 
     def _handle(self, claimed: ClaimedEffect) -> None:
         effect = claimed.effect
-        job = self.db.get_job(effect.job_id).job
+        job = self.jobs.get_job(effect.job_id).job
         try:
             outcome = self.handlers[effect.effect](self.context, job, effect)
         except TransientStoreError:
@@ -143,12 +159,12 @@ class EffectsRunner:
             outcome = Outcome(done=False, note=f"{type(exc).__name__}: {exc}"[:1000])
         now = self.clock()
         if outcome.done:
-            self.db.complete_side_effect(claimed, now=now, note=outcome.note)
+            self.effects.complete_side_effect(claimed, now=now, note=outcome.note)
             return
         attempts = effect.attempts + 1
         give_up = self.settings.policy.gives_up(attempts, effect.redrives)
         delay = self.settings.policy.delay(attempts, self.rng, outcome.retry_after)
-        self.db.retry_side_effect(
+        self.effects.retry_side_effect(
             claimed,
             now=now,
             error=outcome.note or "failed",

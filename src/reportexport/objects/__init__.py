@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Protocol
 
+from reportexport.outages import OutageError
+
 
 class ObjectStoreError(Exception):
     pass
@@ -22,7 +24,7 @@ class ObjectExistsError(ObjectStoreError):
     """Publishing would overwrite an object: a job never gets a second object."""
 
 
-class ObjectStoreUnavailableError(ObjectStoreError):
+class ObjectStoreUnavailableError(ObjectStoreError, OutageError):
     """The object store refused or could not take a write (a full, read-only or missing
     volume; an S3 endpoint that is down or answers 5xx): an infrastructure failure."""
 

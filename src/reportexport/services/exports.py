@@ -16,6 +16,7 @@ these calls and the results (or `services.errors`) into their own answers. Here 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -52,6 +53,8 @@ from reportexport.text import quoted, unsafe_text
 
 MAX_ID = 2**63 - 1  # ids are 64-bit in both databases
 MAX_KEY_LENGTH = 200
+# An Idempotency-Key is printable ASCII (HTTP header values are bytes; a UUID or a request id).
+KEY_PATTERN = r"^[\x20-\x7e]+$"
 MAX_PAGE = 200
 
 
@@ -410,8 +413,8 @@ def _idempotency_key(key: str | None) -> str | None:
     if key is None:
         return None
     problem = unsafe_text(key)
-    if problem is None and not key.isprintable():
-        problem = "holds a control character"
+    if problem is None and not re.fullmatch(KEY_PATTERN, key):
+        problem = "holds a character other than printable ASCII"
     if problem is not None or not key or len(key) > MAX_KEY_LENGTH:
         why = problem or f"must be 1 to {MAX_KEY_LENGTH} characters"
         raise InvalidInputError("Idempotency-Key", "text", f"the Idempotency-Key {why}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from reportexport.job_status import TransitionError
+from reportexport.outages import OutageError
 
 _GRAPH_CODE = re.compile(r"\b((?:terminal|illegal|actor):\S*)")
 
@@ -49,7 +50,7 @@ class UnsupportedDatabaseError(StoreError, ValueError):
     pass
 
 
-class StoreUnavailableError(StoreError):
+class StoreUnavailableError(StoreError, OutageError):
     """The database cannot be reached."""
 
 
@@ -57,6 +58,16 @@ class TransientStoreError(StoreUnavailableError):
     """The database did not answer this time (connection lost, restarting, a lock or statement
     timeout, busy): the same call may well succeed in a moment. Long-running loops retry these
     with backoff instead of failing work."""
+
+
+class UniqueViolationError(StoreError):
+    """A row would repeat what a unique constraint or index allows once; the driver names the
+    constraint (PostgreSQL's name, SQLite's index name or `table(columns)`) and its table."""
+
+    def __init__(self, message: str, *, constraint: str | None, table: str | None) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+        self.table = table
 
 
 def transition_error_in(message: str) -> TransitionError | None:

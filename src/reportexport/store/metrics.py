@@ -1,25 +1,44 @@
-"""Counts for /metrics, read from the database at scrape time, so every process agrees."""
+"""Counts for /metrics, read from the database at scrape time in one snapshot, so every
+process agrees and the figures agree with each other."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from reportexport.records import MetricsSnapshot
-from reportexport.store.users import UsersQueries
+from reportexport.store.caps import SourceCaps
+from reportexport.store.driver import Driver, Row
 
 
-class MetricsQueries(UsersQueries):
+class Metrics:
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.caps = SourceCaps(driver)
+
     def metrics_snapshot(self) -> MetricsSnapshot:
-        (totals,) = self._fetch("export_totals", {})
-        effects = self._fetch("side_effect_totals", {})
+        with self.driver.read() as session:
+            totals = session.row("export_totals")
+            effects = session.rows("side_effect_totals")
+            by_status = session.rows("jobs_by_status")
+            edges = session.rows("transitions_by_edge")
+            waiting = session.row("waiting_owners")
+            caps = self.caps.read(session)
         return MetricsSnapshot(
-            jobs_by_status={r["status"]: int(r["n"]) for r in self._fetch("jobs_by_status", {})},
+            jobs_by_status={r["status"]: int(r["n"]) for r in by_status},
             transitions={
-                (r["from_status"], r["to_status"], r["actor"]): int(r["n"])
-                for r in self._fetch("transitions_by_edge", {})
+                (r["from_status"], r["to_status"], r["actor"]): int(r["n"]) for r in edges
             },
-            exports=int(totals["n"]),
-            export_rows=int(totals["rows_total"]),
-            export_bytes=int(totals["bytes_total"]),
-            export_seconds=float(totals["seconds_total"]),
+            exports=int(_value(totals, "n") or 0),
+            export_rows=int(_value(totals, "rows_total") or 0),
+            export_bytes=int(_value(totals, "bytes_total") or 0),
+            export_seconds=float(_value(totals, "seconds_total") or 0),
             effect_attempts={r["effect"]: int(r["attempts"]) for r in effects},
             effects_given_up={r["effect"]: int(r["given_up"]) for r in effects},
+            source_caps=tuple(caps),
+            owners_waiting=int(_value(waiting, "owners") or 0),
+            longest_owner_queue=int(_value(waiting, "longest") or 0),
         )
+
+
+def _value(row: Row | None, name: str) -> Any:
+    return None if row is None else row[name]

@@ -1,16 +1,18 @@
-"""The job store at scale: PostgreSQL, claims with FOR UPDATE SKIP LOCKED, LISTEN/NOTIFY.
+"""The job store's driver at scale: PostgreSQL through psycopg 3 and a connection pool.
 
-Synchronous psycopg on a connection pool; callers on an event loop use a thread. The trigger
-function installed by the migrations enforces the graph for every role but the tables' owner.
+Synchronous psycopg; callers on an event loop use a thread. Reads are READ ONLY, REPEATABLE READ
+transactions (one snapshot); writes are READ COMMITTED, and claims skip rows other claims hold.
+LISTEN/NOTIFY wakes waiting workers. The trigger functions installed by the migrations enforce
+the graph for every role but the tables' owner. Errors are translated here by SQLSTATE and by
+the constraint names PostgreSQL reports.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -21,57 +23,144 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from reportexport.graph import Graph
-from reportexport.graph_sql import postgres_graph_sql
 from reportexport.store.definitions import GRAPH_TABLES, Definitions, graph_rows, normalized
+from reportexport.store.dialect import load_queries
+from reportexport.store.driver import Row
 from reportexport.store.errors import (
     StoreError,
     StoreUnavailableError,
     TransientStoreError,
+    UniqueViolationError,
     transition_error_in,
 )
-from reportexport.store.operations import SqlOperations
-from reportexport.store.probe import Probe, ProbeReport
-from reportexport.store.queries import load_queries, migration_files
-from reportexport.store.schema import (
-    DEFINITIONS_KEY,
-    FINGERPRINT_KEY,
-    GRAPH_KEY,
-    SCHEMA_VERSION_KEY,
-    STORE_ID_KEY,
-    SchemaStatus,
-    new_store_id,
-    redact,
-)
+from reportexport.store.rows import from_row
+from reportexport.store.schema import redact
 
-SQL = load_queries("postgres")
 NOTIFY_CHANNEL = "reportexport_jobs"
 UPGRADE_LOCK = 0x7265706F7274  # pg_advisory_xact_lock key: one upgrade at a time
-UPGRADE_ATTEMPTS = 5
-# Creates of one owner take a transaction-scoped advisory lock on a hash of the owner's name
-# (a collision only makes two owners wait for each other).
-OWNER_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
-CANCEL_ATTEMPTS = 5
+# Transactions that serialise on a key take a transaction-scoped advisory lock on a hash of it
+# (a collision only makes two keys wait for each other).
+SERIALISE = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
+# What the service role may do: use the tables without owning them. History and side-effect
+# rows are written by the SECURITY DEFINER triggers; nothing is deleted but heartbeats and the
+# free slots of a source whose cap was lowered.
 SERVICE_GRANTS = (
     ("SELECT, INSERT, UPDATE", ("jobs", "users", "webhook_endpoints", "webhook_deliveries")),
-    ("SELECT, UPDATE", ("job_side_effects",)),
+    ("SELECT, UPDATE", ("job_side_effects", "source_caps")),
     ("SELECT, INSERT", ("job_downloads",)),
-    ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats",)),
+    ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats", "source_slots")),
+    ("INSERT", ("source_caps",)),
     (
         "SELECT",
-        ("job_history", "job_states", "job_transitions", "job_state_effects", "reportexport_meta"),
+        (
+            "job_history",
+            "job_states",
+            "job_transitions",
+            "job_state_effects",
+            "reportexport_meta",
+            "job_purges",
+        ),
     ),
 )
 
 
-class PostgresDatabase(SqlOperations):
+class NativeCodec:
+    """PostgreSQL keeps moments, JSON and arrays as themselves."""
+
     text_encoded = False
-    queries = SQL
+
+    def moment(self, value: datetime) -> datetime:
+        return value
+
+    def moment_from(self, value: Any) -> datetime:
+        return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+    def seconds(self, value: float) -> float:
+        return value
+
+    def json(self, value: Any) -> Jsonb:
+        return Jsonb(value)
+
+    def json_from(self, value: Any) -> Any:
+        return value
+
+    def names(self, values: Sequence[str]) -> list[str]:
+        return list(values)
+
+    def record(self, cls: type[Any], row: Row) -> Any:
+        return from_row(cls, row, text_encoded=False)
+
+
+Connection = psycopg.Connection[dict[str, Any]]
+
+
+class PostgresSession:
+    def __init__(self, conn: Connection, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
+
+    def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        cursor = self.conn.execute(self.queries[query], params or {})
+        return list(cursor.fetchall()) if cursor.description else []
+
+    def row(self, query: str, params: Mapping[str, Any] | None = None) -> Row | None:
+        cursor = self.conn.execute(self.queries[query], params or {})
+        return cursor.fetchone() if cursor.description else None
+
+    def count(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        return self.conn.execute(self.queries[query], params or {}).rowcount
+
+    def each(self, query: str, params: Sequence[Mapping[str, Any]]) -> list[bool]:
+        if not params:
+            return []
+        found: list[bool] = []
+        with self.conn.cursor() as cur:
+            # One round trip for the batch; each statement's RETURNING is a result set.
+            cur.executemany(self.queries[query], params, returning=True)
+            while True:
+                found.append(cur.fetchone() is not None)
+                if not cur.nextset():
+                    break
+        return found
+
+    def serialise(self, key: str) -> None:
+        self.conn.execute(SERIALISE, (key,))
+
+
+class PostgresSchemaAccess:
+    def __init__(self, conn: Connection, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
+
+    def meta(self) -> dict[str, str]:
+        row = self.conn.execute("SELECT to_regclass('reportexport_meta') AS t").fetchone()
+        if row is None or row["t"] is None:
+            return {}
+        return {r["key"]: r["value"] for r in self.conn.execute("SELECT * FROM reportexport_meta")}
+
+    def run_script(self, script: str) -> None:
+        self.conn.execute(script.encode())  # bytes: no placeholders in a migration
+
+    def definitions(self) -> Definitions:
+        return _definitions(self.conn)
+
+    def set_meta(self, values: Mapping[str, str]) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                self.queries["set_meta"], [{"key": k, "value": v} for k, v in values.items()]
+            )
+
+    def before_graph(self) -> None:
+        """Nothing: the graph SQL replaces what it owns by name."""
+
+
+class PostgresDriver:
+    dialect = "postgres"
+    supports_truncate = True
 
     def __init__(
         self,
         url: str,
-        graph: Graph,
         *,
         pool_size: int = 8,
         connect_timeout: float = 10.0,
@@ -79,7 +168,8 @@ class PostgresDatabase(SqlOperations):
         statement_timeout_seconds: float = 60.0,
     ) -> None:
         self.url = url
-        self.graph = graph
+        self.codec = NativeCodec()
+        self.queries = load_queries("postgres")
         self.connect_timeout = max(1, round(connect_timeout))
         # Every session waits at most this long for a row lock or a statement, so a process
         # paused inside a transaction cannot stall the others behind it.
@@ -93,7 +183,7 @@ class PostgresDatabase(SqlOperations):
             raise StoreUnavailableError(
                 f"cannot connect to PostgreSQL at {redact(url)}: {str(exc).strip()}"
             ) from exc
-        self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
+        self.pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             min_size=1,
             max_size=pool_size,
@@ -102,7 +192,7 @@ class PostgresDatabase(SqlOperations):
                 "options": self.session_options,
                 "connect_timeout": self.connect_timeout,
             },
-            connection_class=psycopg.Connection[dict[str, Any]],
+            connection_class=Connection,
             name="reportexport",
             # A connection is checked as it leaves the pool: after a restart, the dead ones
             # are replaced instead of failing the first transaction that gets them.
@@ -115,7 +205,7 @@ class PostgresDatabase(SqlOperations):
         self._listener_lock = threading.Lock()
 
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+    def _transaction(self) -> Iterator[Connection]:
         """One transaction on a pooled connection, driver errors translated."""
         try:
             with self.pool.connection() as conn:
@@ -125,87 +215,48 @@ class PostgresDatabase(SqlOperations):
         except PoolTimeout as exc:
             raise TransientStoreError(f"no connection to the job store: {exc}") from exc
 
-    def close(self) -> None:
-        with self._listener_lock:
-            if self._listener is not None:
-                self._listener.close()
-                self._listener = None
-        self.pool.close()
+    @contextmanager
+    def read(self) -> Iterator[PostgresSession]:
+        with self._transaction() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield PostgresSession(conn, self.queries)
 
-    # -- schema ----------------------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[PostgresSession]:
+        with self._transaction() as conn:
+            yield PostgresSession(conn, self.queries)
 
-    def _meta(self, conn: psycopg.Connection[dict[str, Any]]) -> dict[str, str]:
-        row = conn.execute("SELECT to_regclass('reportexport_meta') AS t").fetchone()
-        if row is None or row["t"] is None:
-            return {}
-        return {r["key"]: r["value"] for r in conn.execute("SELECT * FROM reportexport_meta")}
+    @contextmanager
+    def schema_access(self, *, write: bool) -> Iterator[PostgresSchemaAccess]:
+        """Writing: one upgrade at a time; a migration may take its time, but waits for locks
+        only as long as any session does (live workers hold row locks for moments)."""
+        with self._transaction() as conn:
+            if write:
+                conn.execute("SET LOCAL statement_timeout = 0")
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
+            else:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield PostgresSchemaAccess(conn, self.queries)
 
-    def schema_status(self) -> SchemaStatus:
-        with self._tx() as conn:
-            meta = self._meta(conn)
-            installed = _definitions(conn).digest if meta else None
-        return SchemaStatus(
-            version=int(meta.get(SCHEMA_VERSION_KEY, 0)),
-            latest_version=len(migration_files("postgres")),
-            fingerprint=meta.get(FINGERPRINT_KEY),
-            fixture_fingerprint=self.graph.fingerprint,
-            store_id=meta.get(STORE_ID_KEY),
-            definitions_recorded=meta.get(DEFINITIONS_KEY),
-            definitions_installed=installed,
-        )
+    @contextmanager
+    def rolled_back(self) -> Iterator[Callable[[str], list[Any]]]:
+        """Plain SQL, one statement at a time, in a transaction always rolled back."""
+        with self.pool.connection() as conn:
 
-    def upgrade(self) -> SchemaStatus:
-        """Apply pending migrations, and the graph whenever the fixture changed or what is
-        installed differs from what the migrations and the graph make; one transaction.
+            def run(statement: str) -> list[Any]:
+                cursor = conn.execute(statement.encode())
+                if cursor.description is None:
+                    return []
+                return [tuple(row.values()) for row in cursor.fetchall()]
 
-        It waits at most `lock_timeout` for each lock (live workers hold row locks for
-        moments), and tries again a few times rather than stall them behind its own locks.
-        """
-        expected = self.expected_definitions()
-        for attempt in range(UPGRADE_ATTEMPTS):
             try:
-                self._upgrade(expected)
-                break
-            except TransientStoreError:
-                if attempt == UPGRADE_ATTEMPTS - 1:
-                    raise
-                time.sleep(0.5 * 2**attempt)
-        return self.schema_status()
+                yield run
+            finally:
+                conn.rollback()
 
-    def _upgrade(self, expected: Definitions) -> None:
-        with self._tx() as conn:
-            conn.execute("SET LOCAL statement_timeout = 0")  # a migration may take its time
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
-            meta = self._meta(conn)
-            version = int(meta.get(SCHEMA_VERSION_KEY, 0))
-            updates: dict[str, str] = {}
-            for number, _, migration in migration_files("postgres"):
-                if number > version:
-                    conn.execute(migration.encode())
-                    updates[SCHEMA_VERSION_KEY] = str(number)
-            graph_changed = meta.get(FINGERPRINT_KEY) != self.graph.fingerprint
-            if graph_changed or _definitions(conn) != expected:
-                conn.execute(postgres_graph_sql(self.graph).encode())
-            still = _definitions(conn).differences(expected)
-            if still:
-                raise StoreError(
-                    "the job store holds objects db upgrade cannot make right: " + "; ".join(still)
-                )
-            updates[FINGERPRINT_KEY] = self.graph.fingerprint
-            updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
-            updates[DEFINITIONS_KEY] = expected.digest
-            if STORE_ID_KEY not in meta:
-                updates[STORE_ID_KEY] = new_store_id()
-            with conn.cursor() as cur:
-                cur.executemany(SQL["set_meta"], list(updates.items()))
-
-    def installed_definitions(self) -> Definitions:
-        with self._tx() as conn:
-            return _definitions(conn)
-
-    def expected_definitions(self) -> Definitions:
-        """What every migration and the graph SQL make of an empty schema: built in a scratch
-        schema inside a transaction that is rolled back, and read back as PostgreSQL prints it."""
+    def expected_definitions(self, scripts: Sequence[str]) -> Definitions:
+        """What `scripts` make of an empty schema: built in a scratch schema inside a
+        transaction that is rolled back, and read back as PostgreSQL prints it."""
         scratch = f"reportexport_scratch_{uuid.uuid4().hex[:12]}"
         with self.pool.connection() as conn:
             try:
@@ -217,27 +268,11 @@ class PostgresDatabase(SqlOperations):
                     "SELECT set_config('search_path', %s, true)",
                     (_search_path_with(conn, scratch),),
                 )
-                for _, _, migration in migration_files("postgres"):
-                    conn.execute(migration.encode())
-                conn.execute(postgres_graph_sql(self.graph).encode())
+                for script in scripts:
+                    conn.execute(script.encode())
                 return _definitions(conn)
             except psycopg.Error as exc:
                 raise _translated(exc) from exc
-            finally:
-                conn.rollback()
-
-    def probe(self) -> ProbeReport:
-        """The behaviour probe, in a transaction that is always rolled back."""
-        with self.pool.connection() as conn:
-
-            def run(statement: str) -> list[Any]:
-                cursor = conn.execute(statement.encode())
-                if cursor.description is None:
-                    return []
-                return [tuple(row.values()) for row in cursor.fetchall()]
-
-            try:
-                return Probe(self.graph, run, truncate=True).everything()
             finally:
                 conn.rollback()
 
@@ -248,12 +283,12 @@ class PostgresDatabase(SqlOperations):
         the tables, or write history and side-effect rows other than through the triggers.
         """
         name = sql.Identifier(role)
-        with self._tx() as conn:
+        with self._transaction() as conn:
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
             if not exists:
                 conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(name))
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
-                sql.Identifier(self._schema(conn)), name
+                sql.Identifier(_schema(conn)), name
             ))  # fmt: skip
             for privileges, tables in SERVICE_GRANTS:
                 conn.execute(
@@ -262,44 +297,6 @@ class PostgresDatabase(SqlOperations):
                     )
                 )
         return not exists
-
-    def _schema(self, conn: psycopg.Connection[dict[str, Any]]) -> str:
-        row = conn.execute("SELECT current_schema() AS s").fetchone()
-        if row is None:
-            raise StoreError("no current schema")
-        return str(row["s"])
-
-    # -- what SqlOperations needs ------------------------------------------------------------
-
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        with self._tx() as conn:
-            if not write:  # one snapshot for every read in the block
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield conn
-
-    def _json(self, value: Any) -> Jsonb:
-        return Jsonb(value)
-
-    def _names(self, values: Any) -> list[str]:
-        return list(values)
-
-    def _seconds(self, value: float) -> float:
-        return value
-
-    def _finish_rows(self, conn: Any, params: list[dict[str, Any]]) -> list[bool]:
-        finished: list[bool] = []
-        with conn.cursor() as cur:
-            # One round trip for the batch; each row is fenced by its own token.
-            cur.executemany(SQL["finish_job"], params, returning=True)
-            while True:
-                finished.append(cur.fetchone() is not None)
-                if not cur.nextset():
-                    break
-        return finished
-
-    def _lock_owner(self, conn: Any, owner: str) -> None:
-        conn.execute(OWNER_LOCK, (owner,))
 
     def wait_for_change(self, timeout: float) -> bool:
         """Wait for a NOTIFY from the job triggers; a hint only, so callers poll as well.
@@ -325,27 +322,40 @@ class PostgresDatabase(SqlOperations):
         time.sleep(max(0.0, timeout - (time.monotonic() - started)))
         return False
 
-    # -- EffectsQueries hooks ------------------------------------------------------------------
-
-    def _timestamp(self, moment: datetime) -> datetime:
-        return moment
-
-    # -- helpers ---------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._listener_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
+        self.pool.close()
 
 
 def _translated(exc: psycopg.Error) -> Exception:
-    graph_error = transition_error_in(str(exc))
-    if graph_error is not None:
-        return graph_error
-    # Connection lost or refused, a server shutting down, a lock or statement timeout, a
-    # serialisation failure: all OperationalError or its SQLSTATE classes 08, 57, 55P03, 40.
     state = exc.sqlstate or ""
+    if state == "23514":  # check_violation: the status guard raises the graph's codes so
+        graph_error = transition_error_in(str(exc))
+        if graph_error is not None:
+            return graph_error
+    if state == "23505":
+        diag = exc.diag
+        return UniqueViolationError(
+            str(exc).strip(), constraint=diag.constraint_name, table=diag.table_name
+        )
+    # Connection lost or refused, a server shutting down, a lock or statement timeout, a
+    # serialisation failure or deadlock: OperationalError or SQLSTATE classes 08, 57, 40, 55P03.
     if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57", "40", "55P03")):
         return TransientStoreError(f"the job store did not answer: {str(exc).strip()}")
     return exc
 
 
-def _search_path_with(conn: psycopg.Connection[dict[str, Any]], scratch: str) -> str:
+def _schema(conn: Connection) -> str:
+    row = conn.execute("SELECT current_schema() AS s").fetchone()
+    if row is None:
+        raise StoreError("no current schema")
+    return str(row["s"])
+
+
+def _search_path_with(conn: Connection, scratch: str) -> str:
     row = conn.execute(
         "SELECT current_schema() AS s, current_setting('search_path') AS p"
     ).fetchone()
@@ -355,10 +365,9 @@ def _search_path_with(conn: psycopg.Connection[dict[str, Any]], scratch: str) ->
     return ", ".join(replaced if scratch in replaced else [scratch, *parts])
 
 
-def _definitions(conn: psycopg.Connection[dict[str, Any]]) -> Definitions:
+def _definitions(conn: Connection) -> Definitions:
     """What the current schema holds, as PostgreSQL prints it."""
-    row = conn.execute("SELECT current_schema() AS s").fetchone()
-    schema = str(row["s"]) if row else "public"
+    schema = _schema(conn)
     items: dict[str, str] = {}
     for kind, name, text in (
         (r["kind"], r["name"], r["text"]) for r in conn.execute(_INVENTORY, {"schema": schema})

@@ -9,24 +9,34 @@ from datetime import datetime
 from typing import Any
 
 from reportexport.records import (
+    ClaimedJob,
     HistoryEntry,
     Job,
+    Purge,
     SideEffect,
     User,
     WebhookDelivery,
     WebhookEndpoint,
 )
 
+RECORDS = (
+    Job,
+    ClaimedJob,
+    HistoryEntry,
+    SideEffect,
+    WebhookEndpoint,
+    WebhookDelivery,
+    User,
+    Purge,
+)
 TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
-    cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type))
-    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
+    cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type)) for cls in RECORDS
 }
 JSON_FIELDS = frozenset({"parameters", "options", "columns", "column_types"})
 
 
 FIELD_NAMES: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls))
-    for cls in (Job, HistoryEntry, SideEffect, WebhookEndpoint, WebhookDelivery, User)
+    cls: tuple(f.name for f in fields(cls)) for cls in RECORDS
 }
 
 

@@ -1,43 +1,38 @@
-"""The embedded job store: one SQLite file in WAL mode.
+"""The embedded job store's driver: one SQLite file in WAL mode.
 
-One connection per thread; every write is one `BEGIN IMMEDIATE` transaction, so SQLite's
-single writer serialises claims. The triggers in the file enforce the graph for any client,
-the `sqlite3` shell included.
+One connection per thread. A write is one `BEGIN IMMEDIATE` transaction, so SQLite's single
+writer serialises claims; a read is a deferred transaction, which in WAL mode takes no write
+lock and sees one snapshot. The triggers in the file enforce the graph for any client, the
+`sqlite3` shell included. Errors are translated here by SQLite's extended result codes.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reportexport.graph import Graph
-from reportexport.graph_sql import SQLITE_EFFECTS_TRIGGER_PREFIX, sqlite_graph_sql
+from reportexport.graph_sql import SQLITE_EFFECTS_TRIGGER_PREFIX
 from reportexport.store.definitions import GRAPH_TABLES, Definitions, graph_rows, normalized
-from reportexport.store.errors import StoreError, TransientStoreError, transition_error_in
-from reportexport.store.operations import SqlOperations
-from reportexport.store.probe import Probe, ProbeReport
-from reportexport.store.queries import load_queries, migration_files
-from reportexport.store.schema import (
-    DEFINITIONS_KEY,
-    FINGERPRINT_KEY,
-    GRAPH_KEY,
-    SCHEMA_VERSION_KEY,
-    STORE_ID_KEY,
-    SchemaStatus,
-    new_store_id,
+from reportexport.store.dialect import load_queries
+from reportexport.store.driver import Row, TextCodec
+from reportexport.store.errors import (
+    StoreError,
+    TransientStoreError,
+    UniqueViolationError,
+    transition_error_in,
 )
 
-SQL = load_queries("sqlite")
-CANCEL_ATTEMPTS = 5
 POLL_SECONDS = 0.05
+# The result codes a retry may cure: a writer holding the lock past the busy timeout, and I/O
+# that failed (a full or vanished volume).
+_TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_FULL")
+_UNIQUE = ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
 
 
 def sqlite_path(url: str) -> str:
@@ -48,26 +43,78 @@ def sqlite_path(url: str) -> str:
     return url[len(prefix) :]
 
 
-def _seconds(value: float) -> str:
-    """An SQLite date modifier such as '+30.000 seconds'."""
-    return f"{value:+.3f} seconds"
+class SqliteSession:
+    def __init__(self, conn: sqlite3.Connection, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
+
+    def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        return self.conn.execute(self.queries[query], params or {}).fetchall()
+
+    def row(self, query: str, params: Mapping[str, Any] | None = None) -> Row | None:
+        rows = self.rows(query, params)
+        return rows[0] if rows else None
+
+    def count(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        return self.conn.execute(self.queries[query], params or {}).rowcount
+
+    def each(self, query: str, params: Sequence[Mapping[str, Any]]) -> list[bool]:
+        sql = self.queries[query]
+        return [self.conn.execute(sql, p).fetchone() is not None for p in params]
+
+    def serialise(self, key: str) -> None:
+        """Nothing to take: a write transaction is SQLite's only writer."""
 
 
-class SqliteDatabase(SqlOperations):
-    text_encoded = True
-    queries = SQL
+class SqliteSchemaAccess:
+    def __init__(self, conn: sqlite3.Connection, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
 
-    def __init__(self, url: str, graph: Graph, *, lock_timeout_seconds: float = 30.0) -> None:
+    def meta(self) -> dict[str, str]:
+        exists = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reportexport_meta'"
+        ).fetchone()
+        if not exists:
+            return {}
+        return {r["key"]: r["value"] for r in self.conn.execute("SELECT * FROM reportexport_meta")}
+
+    def run_script(self, script: str) -> None:
+        _run_script(self.conn, script)
+
+    def definitions(self) -> Definitions:
+        return _definitions(self.conn)
+
+    def set_meta(self, values: Mapping[str, str]) -> None:
+        self.conn.executemany(
+            self.queries["set_meta"], [{"key": k, "value": v} for k, v in values.items()]
+        )
+
+    def before_graph(self) -> None:
+        """Drop the side-effect triggers of every state, those of states the fixture no longer
+        has too (the graph SQL recreates its own)."""
+        rows = self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, ?) = ?",
+            (len(SQLITE_EFFECTS_TRIGGER_PREFIX), SQLITE_EFFECTS_TRIGGER_PREFIX),
+        ).fetchall()
+        for (name,) in rows:
+            self.conn.execute(f'DROP TRIGGER "{name}"')
+
+
+class SqliteDriver:
+    dialect = "sqlite"
+    supports_truncate = False
+
+    def __init__(self, url: str, *, lock_timeout_seconds: float = 30.0) -> None:
         self.url = url
-        self.graph = graph
+        self.codec = TextCodec()
+        self.queries = load_queries("sqlite")
         self.lock_timeout_seconds = lock_timeout_seconds
         self.path = sqlite_path(url)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-
-    # -- connections -----------------------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -89,140 +136,63 @@ class SqliteDatabase(SqlOperations):
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise _translated(exc) from exc
+            conn.execute(begin)
+        except sqlite3.Error as exc:
+            raise _translated(exc, conn) from exc
         try:
             yield conn
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
-            raise _translated(exc) from exc
+            raise _translated(exc, conn) from exc
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
-
-    def close(self) -> None:
-        with self._lock:
-            for conn in self._connections:
-                conn.close()
-            self._connections.clear()
-        self._local = threading.local()
-
-    # -- schema ----------------------------------------------------------------------------
-
-    def _meta(self, conn: sqlite3.Connection) -> dict[str, str]:
-        exists = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reportexport_meta'"
-        ).fetchone()
-        if not exists:
-            return {}
-        return {row["key"]: row["value"] for row in conn.execute("SELECT * FROM reportexport_meta")}
-
-    def schema_status(self) -> SchemaStatus:
-        conn = self._conn()
-        meta = self._meta(conn)
-        return SchemaStatus(
-            version=int(meta.get(SCHEMA_VERSION_KEY, 0)),
-            latest_version=len(migration_files("sqlite")),
-            fingerprint=meta.get(FINGERPRINT_KEY),
-            fixture_fingerprint=self.graph.fingerprint,
-            store_id=meta.get(STORE_ID_KEY),
-            definitions_recorded=meta.get(DEFINITIONS_KEY),
-            definitions_installed=_definitions(conn).digest if meta else None,
-        )
-
-    def upgrade(self) -> SchemaStatus:
-        """Apply pending migrations, and the graph whenever the fixture changed or what is
-        installed differs from what the migrations and the graph make; one transaction."""
-        conn = self._conn()
-        meta = self._meta(conn)
-        version = int(meta.get(SCHEMA_VERSION_KEY, 0))
-        pending = [(n, sql) for n, _, sql in migration_files("sqlite") if n > version]
-        expected = self.expected_definitions()
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            for _, migration in pending:
-                _run_script(conn, migration)
-            graph_changed = meta.get(FINGERPRINT_KEY) != self.graph.fingerprint
-            if graph_changed or _definitions(conn) != expected:
-                _drop_graph_triggers(conn)
-                _run_script(conn, sqlite_graph_sql(self.graph))
-            still = _definitions(conn).differences(expected)
-            if still:
-                raise StoreError(
-                    "the job store holds objects db upgrade cannot make right: " + "; ".join(still)
-                )
-            updates = {SCHEMA_VERSION_KEY: str(pending[-1][0])} if pending else {}
-            updates[FINGERPRINT_KEY] = self.graph.fingerprint
-            updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
-            updates[DEFINITIONS_KEY] = expected.digest
-            if STORE_ID_KEY not in meta:
-                updates[STORE_ID_KEY] = new_store_id()
-            conn.executemany(SQL["set_meta"], updates.items())
             conn.execute("COMMIT")
-        except (sqlite3.DatabaseError, StoreError) as exc:
+        except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            if isinstance(exc, StoreError):
-                raise
-            raise _translated(exc) from exc
-        return self.schema_status()
+            raise _translated(exc, conn) from exc
 
-    def installed_definitions(self) -> Definitions:
-        return _definitions(self._conn())
+    @contextmanager
+    def read(self) -> Iterator[SqliteSession]:
+        with self._transaction("BEGIN") as conn:
+            yield SqliteSession(conn, self.queries)
 
-    def expected_definitions(self) -> Definitions:
-        """What every migration and the graph SQL make of an empty database."""
+    @contextmanager
+    def write(self) -> Iterator[SqliteSession]:
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            yield SqliteSession(conn, self.queries)
+
+    @contextmanager
+    def schema_access(self, *, write: bool) -> Iterator[SqliteSchemaAccess]:
+        with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN") as conn:
+            yield SqliteSchemaAccess(conn, self.queries)
+
+    @contextmanager
+    def rolled_back(self) -> Iterator[Callable[[str], list[Any]]]:
+        """Plain SQL, one statement at a time, in a write transaction always rolled back."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield lambda sql: conn.execute(sql).fetchall()
+        finally:
+            conn.execute("ROLLBACK")
+
+    def expected_definitions(self, scripts: Sequence[str]) -> Definitions:
         scratch = sqlite3.connect(":memory:", isolation_level=None)
         try:
-            for _, _, migration in migration_files("sqlite"):
-                scratch.executescript(migration)
-            scratch.executescript(sqlite_graph_sql(self.graph))
+            for script in scripts:
+                scratch.executescript(script)
             return _definitions(scratch)
         finally:
             scratch.close()
 
-    def probe(self) -> ProbeReport:
-        """The behaviour probe, in a write transaction that is always rolled back."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            return Probe(
-                self.graph, lambda sql: conn.execute(sql).fetchall(), truncate=False
-            ).everything()
-        finally:
-            conn.execute("ROLLBACK")
-
-    # -- what SqlOperations needs ------------------------------------------------------------
-
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        if write:
-            with self._write() as conn:
-                yield conn
-            return
-        conn = self._conn()
-        with _read(conn):
-            yield conn
-
-    def _json(self, value: Any) -> str:
-        return json.dumps(value, sort_keys=True)
-
-    def _names(self, values: Any) -> str:
-        return json.dumps(list(values))
-
-    def _seconds(self, value: float) -> str:
-        return _seconds(value)
-
-    def _finish_rows(self, conn: Any, params: list[dict[str, Any]]) -> list[bool]:
-        return [conn.execute(SQL["finish_job"], p).fetchone() is not None for p in params]
-
-    def _lock_owner(self, conn: Any, owner: str) -> None:
-        """Nothing to take: a write transaction (BEGIN IMMEDIATE) is SQLite's only writer."""
+    def grant_service_role(self, role: str) -> bool:
+        raise StoreError("SQLite has no roles: the file's permissions decide who may write it")
 
     def wait_for_change(self, timeout: float) -> bool:
         """Poll SQLite's data_version, which moves when another connection commits."""
@@ -235,24 +205,12 @@ class SqliteDatabase(SqlOperations):
                 return True
         return False
 
-    # -- EffectsQueries hooks ------------------------------------------------------------------
-
-    def _timestamp(self, moment: datetime) -> str:
-        """As the schema stores moments: UTC, milliseconds, a Z."""
-        utc = moment.astimezone(UTC)
-        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-
-    # -- helpers ---------------------------------------------------------------------------
-
-
-@contextmanager
-def _read(conn: sqlite3.Connection) -> Iterator[None]:
-    """A consistent snapshot across several SELECTs."""
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
@@ -265,16 +223,6 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
             statement = ""
     if statement.strip() and not statement.strip().startswith("--"):
         conn.execute(statement)
-
-
-def _drop_graph_triggers(conn: sqlite3.Connection) -> None:
-    """The side-effect triggers of every state, those of states the fixture no longer has too."""
-    rows = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, ?) = ?",
-        (len(SQLITE_EFFECTS_TRIGGER_PREFIX), SQLITE_EFFECTS_TRIGGER_PREFIX),
-    ).fetchall()
-    for (name,) in rows:
-        conn.execute(f'DROP TRIGGER "{name}"')
 
 
 def _definitions(conn: sqlite3.Connection) -> Definitions:
@@ -290,15 +238,31 @@ def _definitions(conn: sqlite3.Connection) -> Definitions:
     return Definitions(items)
 
 
-def _translated(exc: sqlite3.DatabaseError) -> Exception:
-    graph_error = transition_error_in(str(exc))
-    if graph_error is not None:
-        return graph_error
-    if isinstance(exc, sqlite3.OperationalError) and _TRANSIENT.search(str(exc)):
+def _translated(exc: sqlite3.Error, conn: sqlite3.Connection) -> Exception:
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    if code == "SQLITE_CONSTRAINT_TRIGGER":
+        graph_error = transition_error_in(str(exc))
+        if graph_error is not None:
+            return graph_error
+    if code in _UNIQUE:
+        constraint, table = _unique_names(str(exc), conn)
+        return UniqueViolationError(str(exc), constraint=constraint, table=table)
+    if code.startswith(_TRANSIENT):
         return TransientStoreError(f"the job store is busy or unreadable: {exc}")
     return exc
 
 
-# The only SQLite errors that a retry may cure: a writer holding the lock past the busy
-# timeout, and I/O that failed (a full or vanished volume).
-_TRANSIENT = re.compile(r"database (table )?is locked|disk I/O error|unable to open")
+def _unique_names(message: str, conn: sqlite3.Connection) -> tuple[str | None, str | None]:
+    """SQLite names a unique index (`index 'name'`) or the columns (`users.name, ...`)."""
+    index = re.search(r"index '([^']+)'", message)
+    if index:
+        row = conn.execute(
+            "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = ?",
+            (index.group(1),),
+        ).fetchone()
+        return index.group(1), row[0] if row else None
+    columns = re.findall(r"(\w+)\.(\w+)", message.partition(":")[2])
+    if not columns:
+        return None, None
+    table = columns[0][0]
+    return f"{table}({', '.join(column for _, column in columns)})", table

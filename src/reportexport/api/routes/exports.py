@@ -20,15 +20,22 @@ from reportexport.api.models import (
     problems,
 )
 from reportexport.api.problems import require_json
-from reportexport.services.exports import MAX_ID, MAX_KEY_LENGTH, MAX_PAGE, StoredFile
+from reportexport.services.exports import (
+    KEY_PATTERN,
+    MAX_ID,
+    MAX_KEY_LENGTH,
+    MAX_PAGE,
+    StoredFile,
+)
 
-router = APIRouter(responses=problems(405))  # a method this path does not answer
+router = APIRouter(responses=problems(405, 503))  # a wrong method; an outage
 
 IdempotencyKey = Annotated[
     str | None,
     Header(
         min_length=1,
         max_length=MAX_KEY_LENGTH,
+        pattern=KEY_PATTERN,
         description="a retried request with the same key returns the job the first one made",
     ),
 ]

@@ -12,7 +12,7 @@ from reportexport.api.deps import Parts
 from reportexport.api.metrics import StoreCollector, metrics_text
 from reportexport.api.models import Health, Readiness, problems
 
-router = APIRouter(tags=["health"], responses=problems(405))
+router = APIRouter(tags=["health"], responses=problems(405, 503))
 
 
 @router.get("/healthz", response_model=Health, operation_id="healthz")

@@ -15,7 +15,7 @@ from reportexport.api.models import (
 from reportexport.api.problems import require_json
 from reportexport.lifecycle import Effect
 
-router = APIRouter(responses=problems(405))  # a method this path does not answer
+router = APIRouter(responses=problems(405, 503))  # a wrong method; an outage
 
 ENDPOINT_LINKS = {
     name: {"operationId": operation, "parameters": {"endpoint_id": "$response.body#/id"}}

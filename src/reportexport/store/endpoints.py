@@ -1,0 +1,106 @@
+"""Where events go: an owner's webhook endpoints and the optional global one, and what was
+delivered to each."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from reportexport.records import WebhookDelivery, WebhookEndpoint
+from reportexport.store.driver import Driver
+from reportexport.store.errors import StoreError, UniqueViolationError
+
+GLOBAL_ENDPOINT_INDEX = "webhook_endpoints_one_global"
+
+
+class EndpointNotFoundError(StoreError, LookupError):
+    pass
+
+
+class GlobalEndpointExistsError(StoreError):
+    """An enabled global endpoint exists already; there is at most one."""
+
+
+class WebhookEndpoints:
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.codec = driver.codec
+
+    def add_webhook_endpoint(self, *, owner: str | None, url: str, secret: str) -> WebhookEndpoint:
+        params = {"owner": owner, "url": url, "secret": secret}
+        try:
+            with self.driver.write() as session:
+                row = session.row("add_webhook_endpoint", params)
+        except UniqueViolationError as exc:
+            if exc.constraint == GLOBAL_ENDPOINT_INDEX:
+                raise GlobalEndpointExistsError("a global webhook endpoint exists already") from exc
+            raise
+        return self._endpoint(row)
+
+    def list_webhook_endpoints(self, owner: str | None = None) -> list[WebhookEndpoint]:
+        """An owner's endpoints, or every endpoint when `owner` is None."""
+        with self.driver.read() as session:
+            rows = session.rows("list_webhook_endpoints", {"owner": owner})
+        return [self._endpoint(r) for r in rows]
+
+    def get_webhook_endpoint(self, endpoint_id: int) -> WebhookEndpoint:
+        with self.driver.read() as session:
+            row = session.row("get_webhook_endpoint", {"id": endpoint_id})
+        if row is None:
+            raise EndpointNotFoundError(f"no webhook endpoint {endpoint_id}")
+        return self._endpoint(row)
+
+    def rotate_webhook_secret(
+        self, endpoint_id: int, *, secret: str, until: datetime
+    ) -> WebhookEndpoint:
+        """A new secret; the previous one keeps signing until `until`."""
+        params = {"id": endpoint_id, "secret": secret, "until": self.codec.moment(until)}
+        with self.driver.write() as session:
+            row = session.row("rotate_webhook_secret", params)
+        if row is None:
+            raise EndpointNotFoundError(f"no enabled webhook endpoint {endpoint_id}")
+        return self._endpoint(row)
+
+    def disable_webhook_endpoint(self, endpoint_id: int, *, now: datetime, reason: str) -> bool:
+        params = {"id": endpoint_id, "now": self.codec.moment(now), "reason": reason}
+        with self.driver.write() as session:
+            return session.row("disable_webhook_endpoint", params) is not None
+
+    def webhook_endpoints_for(self, owner: str) -> list[WebhookEndpoint]:
+        """The enabled endpoints an owner's events go to: theirs and the global one."""
+        with self.driver.read() as session:
+            rows = session.rows("webhook_endpoints_for", {"owner": owner})
+        return [self._endpoint(r) for r in rows]
+
+    def record_delivery(
+        self,
+        job_id: int,
+        effect: str,
+        endpoint_id: int,
+        *,
+        now: datetime,
+        status: int | None,
+        error: str | None,
+        delivered: bool,
+    ) -> None:
+        params = {
+            "job_id": job_id,
+            "effect": effect,
+            "endpoint_id": endpoint_id,
+            "now": self.codec.moment(now),
+            "last_status": status,
+            "last_error": error,
+            "delivered": delivered,
+        }
+        with self.driver.write() as session:
+            session.rows("record_delivery", params)
+
+    def webhook_deliveries(self, job_id: int) -> list[WebhookDelivery]:
+        with self.driver.read() as session:
+            rows = session.rows("webhook_deliveries", {"job_id": job_id})
+        return [self.codec.record(WebhookDelivery, r) for r in rows]
+
+    def _endpoint(self, row: object) -> WebhookEndpoint:
+        if row is None:
+            raise StoreError("the database returned no endpoint row")
+        endpoint: WebhookEndpoint = self.codec.record(WebhookEndpoint, row)  # type: ignore[arg-type]
+        return endpoint

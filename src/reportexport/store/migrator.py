@@ -1,0 +1,124 @@
+"""Building and checking the schema, once for every backend.
+
+`Schema` applies pending migrations and the graph SQL in one transaction, records what it
+installed, reports where a database stands, and runs the behaviour probe. What differs between
+databases (how a script runs, how the inventory is read, the scratch copy) is the driver's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from reportexport.graph import Graph
+from reportexport.graph_sql import postgres_graph_sql, sqlite_graph_sql
+from reportexport.store.definitions import Definitions
+from reportexport.store.dialect import migration_files
+from reportexport.store.driver import Driver
+from reportexport.store.errors import StoreError, TransientStoreError
+from reportexport.store.probe import Probe, ProbeReport
+from reportexport.store.schema import (
+    DEFINITIONS_KEY,
+    FINGERPRINT_KEY,
+    GRAPH_KEY,
+    SCHEMA_VERSION_KEY,
+    STORE_ID_KEY,
+    SchemaStatus,
+    new_store_id,
+)
+
+UPGRADE_ATTEMPTS = 5
+GRAPH_SQL = {"sqlite": sqlite_graph_sql, "postgres": postgres_graph_sql}
+
+
+class Schema:
+    def __init__(self, driver: Driver, graph: Graph) -> None:
+        self.driver = driver
+        self.graph = graph
+
+    @property
+    def migrations(self) -> list[tuple[int, str, str]]:
+        return migration_files(self.driver.dialect)
+
+    def graph_sql(self) -> str:
+        return GRAPH_SQL[self.driver.dialect](self.graph)
+
+    def status(self) -> SchemaStatus:
+        with self.driver.schema_access(write=False) as access:
+            meta = access.meta()
+            installed = access.definitions().digest if meta else None
+        return SchemaStatus(
+            version=int(meta.get(SCHEMA_VERSION_KEY, 0)),
+            latest_version=len(self.migrations),
+            fingerprint=meta.get(FINGERPRINT_KEY),
+            fixture_fingerprint=self.graph.fingerprint,
+            store_id=meta.get(STORE_ID_KEY),
+            definitions_recorded=meta.get(DEFINITIONS_KEY),
+            definitions_installed=installed,
+        )
+
+    def upgrade(self, *, to_version: int | None = None) -> SchemaStatus:
+        """Apply pending migrations (up to `to_version`, by default all), and the graph whenever
+        the fixture changed or what is installed differs from what the migrations and the graph
+        make; one transaction.
+
+        A lock it waits for too long (a live worker's row lock) makes it try again a few times
+        rather than stall the others behind its own locks.
+        """
+        migrations = [m for m in self.migrations if to_version is None or m[0] <= to_version]
+        expected = self.expected_definitions(migrations)
+        for attempt in range(UPGRADE_ATTEMPTS):
+            try:
+                self._upgrade(migrations, expected)
+                break
+            except TransientStoreError:
+                if attempt == UPGRADE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.5 * 2**attempt)
+        return self.status()
+
+    def _upgrade(self, migrations: list[tuple[int, str, str]], expected: Definitions) -> None:
+        with self.driver.schema_access(write=True) as access:
+            meta = access.meta()
+            version = int(meta.get(SCHEMA_VERSION_KEY, 0))
+            updates: dict[str, str] = {}
+            for number, _, migration in migrations:
+                if number > version:
+                    access.run_script(migration)
+                    updates[SCHEMA_VERSION_KEY] = str(number)
+            graph_changed = meta.get(FINGERPRINT_KEY) != self.graph.fingerprint
+            if graph_changed or access.definitions() != expected:
+                access.before_graph()
+                access.run_script(self.graph_sql())
+            still = access.definitions().differences(expected)
+            if still:
+                raise StoreError(
+                    "the job store holds objects db upgrade cannot make right: " + "; ".join(still)
+                )
+            updates[FINGERPRINT_KEY] = self.graph.fingerprint
+            updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
+            updates[DEFINITIONS_KEY] = expected.digest
+            if STORE_ID_KEY not in meta:
+                updates[STORE_ID_KEY] = new_store_id()
+            access.set_meta(updates)
+
+    def installed_definitions(self) -> Definitions:
+        """The guards, triggers, constraints, indexes, columns and graph rows installed."""
+        with self.driver.schema_access(write=False) as access:
+            return access.definitions()
+
+    def expected_definitions(
+        self, migrations: list[tuple[int, str, str]] | None = None
+    ) -> Definitions:
+        """The same, as every migration (or those given) and the graph SQL make them on an
+        empty database."""
+        scripts = [migration for _, _, migration in migrations or self.migrations]
+        return self.driver.expected_definitions([*scripts, self.graph_sql()])
+
+    def probe(self) -> ProbeReport:
+        """Every move and refusal tried on the live database (rolled back), against the graph."""
+        with self.driver.rolled_back() as run:
+            return Probe(self.graph, run, truncate=self.driver.supports_truncate).everything()
+
+    def grant_service_role(self, role: str) -> bool:
+        return self.driver.grant_service_role(role)

@@ -1,0 +1,173 @@
+"""What workers do to jobs: claim, renew, report progress, finish, reap. Every write after
+the claim is fenced by the lease token.
+
+This is the hot path: a claim returns only what the worker needs (`ClaimedJob`), a finish
+returns only whether each job moved, and a busy worker finishes and claims in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from reportexport.graph import Graph
+from reportexport.job_status import check_transition
+from reportexport.records import Claim, ClaimedJob, JobId, Lease, Outcome
+from reportexport.store.driver import Driver, Row, Session
+from reportexport.store.errors import StaleStatusError
+
+# A claim looks at the first few jobs in turn order only (see claim_jobs in sql/queries.sql).
+CLAIM_WINDOW_FACTOR = 4
+CLAIM_WINDOW_MIN = 64
+
+
+class JobQueue:
+    def __init__(self, driver: Driver, graph: Graph) -> None:
+        self.driver = driver
+        self.codec = driver.codec
+        self.graph = graph
+        self._finishable = {
+            edge.to_status
+            for edge in graph.transitions
+            if edge.from_status == "running" and edge.actor == "worker"
+        }
+
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str] = (),
+    ) -> list[Claim]:
+        """Up to `limit` queued jobs, owners taking turns, now running under new leases; jobs
+        of `excluded_sources`, and of sources with no free slot, stay queued."""
+        with self.driver.write() as session:
+            return self._claim(session, worker, limit, lease_seconds, excluded_sources)
+
+    def _claim(
+        self,
+        session: Session,
+        worker: str,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str],
+    ) -> list[Claim]:
+        if limit < 1:
+            return []
+        params = {
+            "worker": worker,
+            "limit": limit,
+            "window": max(limit * CLAIM_WINDOW_FACTOR, CLAIM_WINDOW_MIN),
+            "lease": self.codec.seconds(lease_seconds),
+            "excluded_sources": self.codec.names(excluded_sources),
+        }
+        rows = session.rows("claim_jobs", params)
+        return sorted((self._claim_of(row, worker) for row in rows), key=lambda c: c.job.id)
+
+    def _claim_of(self, row: Row, worker: str) -> Claim:
+        codec = self.codec
+        job = ClaimedJob(
+            id=row["id"],
+            owner=row["owner"],
+            saved_query=row["saved_query"],
+            source=row["source"],
+            query_sql=row["query_sql"],
+            parameters=codec.json_from(row["parameters"]),
+            options=codec.json_from(row["options"]),
+        )
+        lease = Lease(
+            job_id=job.id,
+            token=row["lease_token"],
+            worker=worker,
+            expires_at=codec.moment_from(row["lease_expires_at"]),
+        )
+        return Claim(lease=lease, job=job)
+
+    def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease:
+        params = {
+            "id": lease.job_id,
+            "token": lease.token,
+            "lease": self.codec.seconds(lease_seconds),
+        }
+        with self.driver.write() as session:
+            row = session.row("extend_lease", params)
+        if row is None:
+            raise StaleStatusError(lease.job_id, "running under this lease")
+        return Lease(
+            job_id=lease.job_id,
+            token=lease.token,
+            worker=lease.worker,
+            expires_at=self.codec.moment_from(row["lease_expires_at"]),
+        )
+
+    def record_progress(
+        self, lease: Lease, *, rows: int | None, bytes_written: int, temp_key: str | None = None
+    ) -> None:
+        """Progress of a running job under its lease; StaleStatusError once it is not ours."""
+        params = {
+            "id": lease.job_id,
+            "token": lease.token,
+            "rows": rows,
+            "bytes": bytes_written,
+            "temp_key": temp_key,
+        }
+        with self.driver.write() as session:
+            row = session.row("record_progress", params)
+        if row is None:
+            raise StaleStatusError(lease.job_id, "running under this lease")
+
+    def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        """End running jobs; one bool per outcome, False where the lease was stale."""
+        return self.finish_and_claim(outcomes, worker="", limit=0, lease_seconds=0)[0]
+
+    def finish_and_claim(
+        self,
+        outcomes: Sequence[Outcome],
+        *,
+        worker: str,
+        limit: int,
+        lease_seconds: float,
+        excluded_sources: Sequence[str] = (),
+    ) -> tuple[list[bool], list[Claim]]:
+        """`finish_jobs` and then `claim_jobs` in one transaction: one commit per job."""
+        for outcome in outcomes:
+            if outcome.to_status not in self._finishable:
+                check_transition("running", outcome.to_status, "worker", graph=self.graph)
+        params = [self._outcome_params(o) for o in outcomes]
+        with self.driver.write() as session:
+            finished = session.each("finish_job", params)
+            return finished, self._claim(session, worker, limit, lease_seconds, excluded_sources)
+
+    def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
+        """Fail running jobs whose lease expired more than `grace_seconds` ago."""
+        params = {"worker": worker, "grace": self.codec.seconds(-grace_seconds)}
+        with self.driver.write() as session:
+            return sorted(row["id"] for row in session.rows("reap_expired", params))
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until jobs may have been created or changed, or `timeout` passes."""
+        return self.driver.wait_for_change(timeout)
+
+    def _outcome_params(self, outcome: Outcome) -> dict[str, Any]:
+        published = outcome.published
+        expires = published.expires_in_seconds if published else None
+        codec = self.codec
+        return {
+            "id": outcome.lease.job_id,
+            "token": outcome.lease.token,
+            "worker": outcome.lease.worker,
+            "to_status": outcome.to_status,
+            "reason": outcome.reason,
+            "error_code": outcome.error_code,
+            "error_message": outcome.error_message,
+            "object_key": published.key if published else None,
+            "object_sha256": published.sha256 if published else None,
+            "object_bytes": published.bytes if published else None,
+            "object_rows": published.rows if published else None,
+            "columns": codec.json(list(published.columns)) if published else None,
+            "column_types": codec.json(list(published.column_types)) if published else None,
+            "dialect_version": published.dialect_version if published else None,
+            "file_name": published.file_name if published else None,
+            "expires": None if expires is None else codec.seconds(expires),
+        }

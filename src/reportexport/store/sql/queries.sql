@@ -1,0 +1,404 @@
+-- Named queries of the job store, written once for SQLite and PostgreSQL (see store/dialect.py
+-- for the macros in braces). Each name is the name the role method that runs it uses. Status
+-- words are fixture states (the gate checks them); the database's own triggers check every
+-- change again.
+
+-- set_meta --
+-- Record a fact about the schema (version, graph fingerprint, definitions digest).
+INSERT INTO reportexport_meta (key, value) VALUES (:key, :value)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+
+-- create_job --
+-- Insert a queued job, its turn being how many unfinished jobs its owner has (claims go in
+-- turns); with an idempotency key already used by this owner, insert nothing.
+INSERT INTO jobs (owner, saved_query, source, query_sql, query_hash, parameters, options,
+                  rerun_of, idempotency_key, requested_by, status, turn)
+VALUES (:owner, :saved_query, :source, :query_sql, :query_hash, :parameters, :options,
+        :rerun_of, :idempotency_key, :requested_by, :status,
+        (SELECT count(*) FROM jobs WHERE owner = :owner AND finished_at IS NULL))
+ON CONFLICT (owner, idempotency_key) DO NOTHING
+RETURNING id;
+
+-- job_by_idempotency_key --
+-- The job an earlier request with this key created.
+SELECT * FROM jobs WHERE owner = :owner AND idempotency_key = :idempotency_key;
+
+-- get_job --
+-- One job by id.
+SELECT * FROM jobs WHERE id = :id;
+
+-- job_history --
+-- A job's transitions, oldest first.
+SELECT * FROM job_history WHERE job_id = :id ORDER BY id;
+
+-- job_side_effects --
+-- A job's side-effect rows, in the fixture's order.
+SELECT * FROM job_side_effects WHERE job_id = :id ORDER BY id;
+
+-- list_jobs --
+-- Newest first, keyset-paginated on id; NULL filters match everything.
+SELECT * FROM jobs
+ WHERE (CAST(:owner AS TEXT) IS NULL OR owner = :owner)
+   AND (CAST(:status AS TEXT) IS NULL OR status = :status)
+   AND (CAST(:saved_query AS TEXT) IS NULL OR saved_query = :saved_query)
+   AND (CAST(:before AS BIGINT) IS NULL OR id < :before)
+ ORDER BY id DESC
+ LIMIT :limit;
+
+-- owner_activity --
+-- An owner's jobs not yet in a terminal state, and those created since a moment (fairness).
+SELECT count(*) FILTER (WHERE NOT s.is_terminal) AS active,
+       count(*) FILTER (WHERE j.created_at > :since) AS recent
+  FROM jobs j
+  JOIN job_states s ON s.status = j.status
+ WHERE j.owner = :owner;
+
+-- cancel_job --
+-- A person cancels a job that is still in :expected (compare-and-set).
+UPDATE jobs
+   SET status = 'canceled', change_actor = 'user', change_person = :person,
+       change_reason = :reason, lease_expires_at = NULL
+ WHERE id = :id AND status = :expected
+RETURNING id;
+
+-- claim_jobs --
+-- Move up to :limit queued jobs to running under a new lease token, what a worker needs back.
+-- Owners take turns (a job's turn is how many unfinished jobs its owner had when it was made),
+-- so one person's backlog cannot hold back another's first export. Jobs of the sources in
+-- :excluded_sources (paused by this worker) stay queued, and so do those of a source without a
+-- free slot: its max_concurrent holds across every worker, and the slot trigger has the last
+-- word (a row it finds no slot for stays queued). Only the first :window jobs in turn order are
+-- considered, so a claim costs the same with ten or a million jobs waiting.
+WITH free_slots AS (
+    SELECT c.source, count(s.slot) AS free
+      FROM source_caps c
+      LEFT JOIN source_slots s ON s.source = c.source AND s.job_id IS NULL
+     GROUP BY c.source
+), candidates AS (
+    SELECT id, source, turn FROM jobs
+     WHERE status = 'queued'
+       AND source NOT IN {names(:excluded_sources)}
+       AND source NOT IN (SELECT source FROM free_slots WHERE free = 0)
+     ORDER BY turn, id
+     LIMIT :window
+), placed AS (
+    SELECT c.id, c.turn, f.free,
+           row_number() OVER (PARTITION BY c.source ORDER BY c.turn, c.id) AS place
+      FROM candidates c
+      LEFT JOIN free_slots f ON f.source = c.source
+), picked AS (
+    SELECT id FROM jobs
+     WHERE id IN (SELECT id FROM placed WHERE free IS NULL OR place <= free
+                   ORDER BY turn, id LIMIT :limit)
+       AND status = 'queued'
+     {skip_locked}
+)
+UPDATE jobs
+   SET status = 'running', change_actor = 'worker', change_worker = :worker,
+       lease_owner = :worker, lease_token = lease_token + 1,
+       lease_expires_at = {now_plus(:lease)}, started_at = {now}
+ WHERE id IN (SELECT id FROM picked)
+RETURNING id, owner, saved_query, source, query_sql, parameters, options, lease_token,
+          lease_expires_at;
+
+-- extend_lease --
+-- Push a running job's lease expiry out, if the caller still holds the lease.
+UPDATE jobs SET lease_expires_at = {now_plus(:lease)}
+ WHERE id = :id AND lease_token = :token AND status = 'running'
+RETURNING lease_expires_at;
+
+-- record_progress --
+-- Rows and bytes written so far (and the temp object's key), under a running job's lease.
+UPDATE jobs
+   SET rows_written = coalesce(:rows, rows_written), bytes_written = :bytes,
+       temp_key = coalesce(:temp_key, temp_key), progressed_at = {now}
+ WHERE id = :id AND lease_token = :token AND status = 'running'
+RETURNING id;
+
+-- finish_job --
+-- Move a running job to a terminal status, fenced by its lease token; a published object's
+-- rows and bytes become the job's final progress figures (run per outcome).
+UPDATE jobs
+   SET status = :to_status, change_actor = 'worker', change_worker = :worker,
+       change_reason = :reason, error_code = :error_code, error_message = :error_message,
+       object_key = :object_key, object_sha256 = :object_sha256, object_bytes = :object_bytes,
+       object_rows = :object_rows, columns = :columns, column_types = :column_types,
+       dialect_version = :dialect_version, file_name = :file_name,
+       -- NULL when :expires is (an object kept until deleted by hand)
+       object_expires_at = {now_plus(:expires)},
+       rows_written = coalesce(:object_rows, rows_written),
+       bytes_written = coalesce(:object_bytes, bytes_written),
+       lease_expires_at = NULL
+ WHERE id = :id AND lease_token = :token AND status = 'running'
+RETURNING id;
+
+-- reap_expired --
+-- Fail every running job whose lease expired more than the grace period ago; rows another
+-- transaction holds are left for the next pass.
+WITH expired AS (
+    SELECT id FROM jobs
+     WHERE status = 'running' AND lease_expires_at < {now_plus(:grace)}
+     {skip_locked}
+)
+UPDATE jobs
+   SET status = 'failed', change_actor = 'worker', change_worker = :worker,
+       change_reason = 'lease_expired', error_code = 'lease_expired',
+       error_message = 'the worker running this export stopped renewing its lease',
+       lease_expires_at = NULL
+ WHERE id IN (SELECT id FROM expired)
+RETURNING id;
+
+-- source_cap --
+-- The cap a source has now, and the process that set it.
+SELECT max_concurrent, set_by FROM source_caps WHERE source = :source;
+
+-- set_source_cap --
+-- A process publishes its catalog's max_concurrent for a source; the last one to start wins.
+INSERT INTO source_caps (source, max_concurrent, set_by, set_at)
+VALUES (:source, :max_concurrent, :process, {now})
+ON CONFLICT (source) DO UPDATE
+   SET max_concurrent = excluded.max_concurrent, set_by = excluded.set_by,
+       set_at = excluded.set_at;
+
+-- source_slots_of --
+-- A source's slots and the job holding each.
+SELECT slot, job_id FROM source_slots WHERE source = :source ORDER BY slot;
+
+-- add_source_slot --
+-- One more free slot for a source.
+INSERT INTO source_slots (source, slot) VALUES (:source, :slot);
+
+-- remove_free_source_slot --
+-- A free slot of a source whose cap was lowered goes (a taken one goes when its job ends).
+DELETE FROM source_slots WHERE source = :source AND slot = :slot AND job_id IS NULL;
+
+-- source_caps --
+-- Each source's cap, who set it, and how many of its slots are taken (metrics, workers page).
+SELECT c.source, c.max_concurrent, c.set_by, c.set_at, count(s.job_id) AS running
+  FROM source_caps c
+  LEFT JOIN source_slots s ON s.source = c.source
+ GROUP BY c.source, c.max_concurrent, c.set_by, c.set_at
+ ORDER BY c.source;
+
+-- claim_side_effects --
+-- Claim up to :limit due side-effect rows for a runner under a new claim token.
+WITH picked AS (
+    SELECT job_id, effect FROM job_side_effects
+     WHERE completed_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= :now
+       AND (claim_expires_at IS NULL OR claim_expires_at <= :now)
+     ORDER BY next_attempt_at, id
+     LIMIT :limit
+     {skip_locked}
+)
+UPDATE job_side_effects
+   SET claimed_by = :runner, claim_token = claim_token + 1, claim_expires_at = :claim_until
+ WHERE (job_id, effect) IN (SELECT job_id, effect FROM picked)
+RETURNING *;
+
+-- complete_side_effect --
+-- The claimed row is done (fenced by its claim token); a note is kept in last_error.
+UPDATE job_side_effects
+   SET completed_at = :now, attempts = attempts + 1, last_attempt_at = :now,
+       last_error = :note, claimed_by = NULL, claim_expires_at = NULL
+ WHERE job_id = :job_id AND effect = :effect AND claim_token = :token
+   AND completed_at IS NULL
+RETURNING job_id;
+
+-- retry_side_effect --
+-- The claimed row failed: count the attempt, keep the error, schedule or give up.
+UPDATE job_side_effects
+   SET attempts = attempts + 1, last_attempt_at = :now, last_error = :last_error,
+       next_attempt_at = :next_attempt_at,
+       given_up_at = CASE WHEN CAST(:give_up AS BOOLEAN) THEN :now ELSE NULL END,
+       claimed_by = NULL, claim_expires_at = NULL
+ WHERE job_id = :job_id AND effect = :effect AND claim_token = :token
+   AND completed_at IS NULL
+RETURNING job_id;
+
+-- redrive_side_effect --
+-- An operator re-drives a given-up row: due now, with a fresh allowance of attempts.
+UPDATE job_side_effects
+   SET given_up_at = NULL, next_attempt_at = :now, redrives = redrives + 1
+ WHERE job_id = :job_id AND effect = :effect AND given_up_at IS NOT NULL
+RETURNING job_id;
+
+-- given_up_side_effects --
+-- Rows that ran out of attempts, most recent first.
+SELECT * FROM job_side_effects WHERE given_up_at IS NOT NULL
+ ORDER BY given_up_at DESC LIMIT :limit;
+
+-- add_webhook_endpoint --
+-- Register an endpoint for an owner (or the global one, with owner NULL).
+INSERT INTO webhook_endpoints (owner, url, secret) VALUES (:owner, :url, :secret)
+RETURNING *;
+
+-- list_webhook_endpoints --
+-- Endpoints of an owner, or every endpoint when owner is NULL.
+SELECT * FROM webhook_endpoints
+ WHERE (CAST(:owner AS TEXT) IS NULL OR owner = :owner) ORDER BY id;
+
+-- get_webhook_endpoint --
+-- One endpoint by id.
+SELECT * FROM webhook_endpoints WHERE id = :id;
+
+-- rotate_webhook_secret --
+-- A new secret; the previous one keeps signing until :until.
+UPDATE webhook_endpoints
+   SET previous_secret = secret, previous_secret_until = :until, secret = :secret
+ WHERE id = :id AND disabled_at IS NULL
+RETURNING *;
+
+-- disable_webhook_endpoint --
+-- Stop sending to an endpoint (a 410 Gone, or an owner's request).
+UPDATE webhook_endpoints SET disabled_at = :now, disabled_reason = :reason
+ WHERE id = :id AND disabled_at IS NULL
+RETURNING id;
+
+-- webhook_endpoints_for --
+-- The enabled endpoints an owner's events go to: theirs and the global one.
+SELECT * FROM webhook_endpoints
+ WHERE (owner = :owner OR owner IS NULL) AND disabled_at IS NULL ORDER BY id;
+
+-- record_delivery --
+-- One delivery attempt to one endpoint; delivered_at is set once, at the first success.
+INSERT INTO webhook_deliveries
+       (job_id, effect, endpoint_id, attempts, last_attempt_at, last_status, last_error,
+        delivered_at)
+VALUES (:job_id, :effect, :endpoint_id, 1, :now, :last_status, :last_error,
+        CASE WHEN CAST(:delivered AS BOOLEAN) THEN :now END)
+ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
+   SET attempts = webhook_deliveries.attempts + 1,
+       last_attempt_at = excluded.last_attempt_at,
+       last_status = excluded.last_status, last_error = excluded.last_error,
+       delivered_at = coalesce(webhook_deliveries.delivered_at, excluded.delivered_at);
+
+-- webhook_deliveries --
+-- Every endpoint's deliveries of a job's side effects.
+SELECT * FROM webhook_deliveries WHERE job_id = :job_id ORDER BY effect, endpoint_id;
+
+-- add_user --
+-- A new person with the hash of their token.
+INSERT INTO users (name, role, token_hash) VALUES (:name, :role, :token_hash)
+RETURNING *;
+
+-- user_by_token_hash --
+-- The person a token belongs to, unless revoked.
+SELECT * FROM users WHERE token_hash = :token_hash AND revoked_at IS NULL;
+
+-- user_by_name --
+-- A person by name, revoked or not.
+SELECT * FROM users WHERE name = :name;
+
+-- list_users --
+-- Everyone, oldest first.
+SELECT * FROM users ORDER BY id;
+
+-- revoke_user --
+-- Revoke a person's token.
+UPDATE users SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL
+RETURNING id;
+
+-- record_download --
+-- A person asked for a job's download link.
+INSERT INTO job_downloads (job_id, person) VALUES (:job_id, :person)
+RETURNING id;
+
+-- job_downloads --
+-- A job's downloads, oldest first.
+SELECT person, at FROM job_downloads WHERE job_id = :job_id ORDER BY id;
+
+-- jobs_by_status --
+-- How many jobs are in each status (metrics).
+SELECT status, count(*) AS n FROM jobs GROUP BY status;
+
+-- transitions_by_edge --
+-- How many times each edge was taken, by actor (metrics).
+SELECT from_status, to_status, actor, count(*) AS n
+  FROM job_history GROUP BY from_status, to_status, actor;
+
+-- export_totals --
+-- Succeeded exports: how many, their rows, bytes and running seconds (metrics).
+SELECT count(*) AS n, coalesce(sum(object_rows), 0) AS rows_total,
+       coalesce(sum(object_bytes), 0) AS bytes_total,
+       coalesce(sum({seconds_between(finished_at, started_at)}), 0) AS seconds_total
+  FROM jobs WHERE status = 'succeeded';
+
+-- side_effect_totals --
+-- Attempts and given-up rows per side effect (metrics).
+SELECT effect, coalesce(sum(attempts), 0) AS attempts, count(given_up_at) AS given_up
+  FROM job_side_effects GROUP BY effect;
+
+-- waiting_owners --
+-- Owners with queued jobs, and the longest one owner's queue (metrics: is anyone hogging).
+SELECT count(*) AS owners, coalesce(max(n), 0) AS longest
+  FROM (SELECT owner, count(*) AS n FROM jobs WHERE status = 'queued' GROUP BY owner) AS q;
+
+-- beat --
+-- A process's heartbeat: fixed fields only, one row per process, replaced at each beat.
+INSERT INTO heartbeats (process, host, pid, kind, started_at, seen_at, active_jobs, last_claim_at,
+                        claims_paused_until, pause_reason, paused_sources)
+VALUES (:process, :host, :pid, :kind, :started_at, {now}, :active_jobs, :last_claim_at,
+        :claims_paused_until, :pause_reason, :paused_sources)
+ON CONFLICT (process) DO UPDATE
+   SET seen_at = excluded.seen_at, active_jobs = excluded.active_jobs,
+       last_claim_at = excluded.last_claim_at,
+       claims_paused_until = excluded.claims_paused_until,
+       pause_reason = excluded.pause_reason, paused_sources = excluded.paused_sources;
+
+-- heartbeats --
+-- Every process's last heartbeat, most recently seen first, with its age in seconds.
+SELECT *, {seconds_between({now}, seen_at)} AS age_seconds
+  FROM heartbeats ORDER BY seen_at DESC;
+
+-- forget_heartbeats --
+-- Drop the rows of processes not seen since a moment (they stopped long ago).
+DELETE FROM heartbeats WHERE seen_at < :before;
+
+-- purgeable --
+-- How many terminal jobs finished before :before (what a purge would remove).
+SELECT count(*) AS jobs FROM jobs WHERE finished_at < :before;
+
+-- begin_purge --
+-- Record a purge before it deletes anything: while its row has no completed_at, the delete
+-- guards let this transaction remove terminal jobs finished before :before, and nothing else.
+INSERT INTO job_purges (before, requested_by, os_user) VALUES (:before, :person, :os_user)
+RETURNING *;
+
+-- purge_deliveries --
+-- Webhook deliveries of the jobs a purge removes.
+DELETE FROM webhook_deliveries
+ WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
+
+-- purge_downloads --
+-- Download records of the jobs a purge removes.
+DELETE FROM job_downloads WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
+
+-- purge_history --
+-- History of the jobs a purge removes.
+DELETE FROM job_history WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
+
+-- purge_side_effects --
+-- Side-effect rows of the jobs a purge removes.
+DELETE FROM job_side_effects WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
+
+-- purge_unlink_reruns --
+-- A kept job that reran a removed one keeps no link to it.
+UPDATE jobs SET rerun_of = NULL
+ WHERE rerun_of IN (SELECT id FROM jobs WHERE finished_at < :before);
+
+-- purge_jobs --
+-- The terminal jobs finished before :before (finished_at is set exactly when terminal).
+DELETE FROM jobs WHERE finished_at < :before;
+
+-- complete_purge --
+-- What a purge removed, recorded on its row; the row is kept for good.
+UPDATE job_purges
+   SET completed_at = {now}, jobs = :jobs, history_rows = :history_rows,
+       side_effect_rows = :side_effect_rows, deliveries = :deliveries,
+       downloads = :downloads, reruns_unlinked = :reruns_unlinked
+ WHERE id = :id
+RETURNING *;
+
+-- purges --
+-- Every purge, newest first.
+SELECT * FROM job_purges ORDER BY id DESC;
