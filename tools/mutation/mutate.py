@@ -264,8 +264,14 @@ def run_target(target: Target, root: Path, work: Path, equivalents: list[Equival
     workdir = prepare_workdir(target, root, work)
     log = workdir / "mutmut.log"
     run = _mutmut(workdir, "run", "--max-children", str(max_children()), log=log)
-    if run.returncode != 0:
-        tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+    output = log.read_text(encoding="utf-8", errors="replace")
+    # mutmut stops before running any mutant when no selected test reaches a mutated function:
+    # then every mutant is one that no test ran.
+    untested = "could not find any test case for any mutant" in output
+    if run.returncode != 0 and not untested:
+        # the progress spinner draws with Braille characters (U+2800 and up)
+        lines = [line for line in output.splitlines() if line.strip() and line[:1] < "\u2800"]
+        tail = "\n".join(lines[-25:])
         raise RuntimeError(f"mutmut failed on {target.module} (see {log}):\n{tail}")
     results = _mutmut(workdir, "results", "--all", "true")
     source = (root / target.path).read_text(encoding="utf-8")
@@ -279,6 +285,8 @@ def run_target(target: Target, root: Path, work: Path, equivalents: list[Equival
         if not match:
             continue
         name, status = match["name"], match["status"]
+        if untested and status == "not checked":
+            status = "no tests"
         outcome.total += 1
         if status in CAUGHT:
             outcome.caught += 1
