@@ -228,34 +228,30 @@ def _mutated_functions(mutated_file: Path) -> dict[str, str]:
     return found
 
 
-def _change(functions: dict[str, str], name: str) -> tuple[str, str, str]:
-    """The first line taken out, and the lines before/after the change, of one mutant."""
+_HUNK = re.compile(r"^@@ -(?P<start>\d+)")
+
+
+def _change(functions: dict[str, str], name: str) -> tuple[int, str, str]:
+    """Where in its function a mutant changes the code (1 is the `def` line), and the lines
+    before and after the change."""
     local = name.rpartition(".")[2]
     original_name = local.rpartition("__mutmut_")[0] + "__mutmut_orig"
     original = functions[original_name].replace(original_name, "f", 1).splitlines()
     mutant = functions[local].replace(local, "f", 1).splitlines()
-    removed, added = [], []
+    offset = 1
+    removed: list[str] = []
+    added: list[str] = []
     for line in difflib.unified_diff(original, mutant, n=0, lineterm=""):
+        hunk = _HUNK.match(line)
+        if hunk and not removed and not added:
+            offset = max(1, int(hunk["start"]))
         if line.startswith(("---", "+++", "@@")):
             continue
         if line.startswith("-"):
             removed.append(line[1:])
         elif line.startswith("+"):
             added.append(line[1:])
-    first = removed[0] if removed else (added[0] if added else "")
-    return first, _squash(" ".join(removed)), _squash(" ".join(added))
-
-
-def _locate(source_lines: Sequence[str], span: tuple[int, int] | None, text: str) -> int:
-    start, end = span if span else (1, len(source_lines))
-    for number in range(start, end + 1):
-        if source_lines[number - 1].rstrip() == text.rstrip():
-            return number
-    stripped = text.strip()
-    for number in range(start, end + 1):
-        if source_lines[number - 1].strip() == stripped:
-            return number
-    return start
+    return offset, _squash(" ".join(removed)), _squash(" ".join(added))
 
 
 def run_target(target: Target, root: Path, work: Path, equivalents: list[Equivalent]) -> Outcome:
@@ -275,7 +271,6 @@ def run_target(target: Target, root: Path, work: Path, equivalents: list[Equival
         raise RuntimeError(f"mutmut failed on {target.module} (see {log}):\n{tail}")
     results = _mutmut(workdir, "results", "--all", "true")
     source = (root / target.path).read_text(encoding="utf-8")
-    source_lines = source.splitlines()
     spans = _function_lines(source)
     functions = _mutated_functions(workdir / "mutants" / target.path)
     mine = [e for e in equivalents if e.module == target.module]
@@ -294,12 +289,12 @@ def run_target(target: Target, root: Path, work: Path, equivalents: list[Equival
         if status not in NOT_CAUGHT:
             raise RuntimeError(f"{target.module}: mutant {name} was not checked ({status})")
         function = _function_of(name)
-        first, before, after = _change(functions, name)
+        offset, before, after = _change(functions, name)
         mutant = Mutant(
             name=name,
             status=status,
             function=function,
-            line=_locate(source_lines, spans.get(function), first),
+            line=spans.get(function, (1, 1))[0] + offset - 1,
             before=before,
             after=after,
         )
