@@ -218,3 +218,16 @@ def test_a_missing_readme_does_not_hide_the_drift_of_the_files(tmp_path: Path) -
     assert not (tmp_path / "README.md").exists()
     found = list(drift(GRAPH, _reader(tmp_path)))
     assert [(d.path, d.line) for d in found] == [(TYPED_NAMES_PATH, 76)]
+
+
+def test_a_readme_without_one_region_still_has_the_others_checked(tmp_path: Path) -> None:
+    write(GRAPH, tmp_path)
+    mermaid_only = (
+        "# Title\n\n<!-- BEGIN GENERATED: graph-mermaid -->\nstale\n"
+        "<!-- END GENERATED: graph-mermaid -->\n"
+    )
+    (tmp_path / "README.md").write_text(mermaid_only, encoding="utf-8")
+    typed = tmp_path / TYPED_NAMES_PATH
+    typed.write_text("# edited\n" + typed.read_text(encoding="utf-8"), encoding="utf-8")
+    found = list(drift(GRAPH, _reader(tmp_path)))
+    assert [(d.path, d.line) for d in found] == [("README.md", 4), (TYPED_NAMES_PATH, 1)]
