@@ -4,12 +4,19 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Examples per property-based test over the entry points; .ci/run sets its CI profile, and a
 # developer hunting for trouble raises it (REPORTEXPORT_EXAMPLES=1000 ./scripts/test).
 EXAMPLES = int(os.environ.get("REPORTEXPORT_EXAMPLES", "50"))
 FIXTURE_PATH = REPO_ROOT / "contracts" / "job-status-graph.json"
+
+# Under ./scripts/mutate the property-based tests draw the same examples every run and have no
+# deadline: a mutant is caught by what a test asserts, never by chance or by a slow trampoline.
+if os.environ.get("REPORTEXPORT_MUTATION"):
+    settings.register_profile("mutation", derandomize=True, deadline=None, database=None)
+    settings.load_profile("mutation")
 
 
 @pytest.fixture(scope="session")

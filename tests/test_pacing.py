@@ -69,3 +69,22 @@ def test_probes_back_off_and_a_good_probe_resumes() -> None:
     assert delays == [2, 4, 8, 8, 8]  # doubling, capped
     paced.succeeded(STORAGE)
     assert (paced.paused(), paced.pause_reason) == ({}, None)
+
+
+def test_the_defaults_pause_after_three_and_probe_from_one_second_to_a_minute() -> None:
+    clock = Clock()
+    paced = Pacing(clock=clock)
+    for _ in range(2):
+        paced.failed("demo")
+    assert paced.paused() == {}
+    paced.failed("demo")
+    assert paced.paused() == {"demo": 101.0}
+    for _ in range(10):
+        paced.probe_failed("demo")
+    assert paced.paused() == {"demo": 160.0}
+
+
+def test_a_success_of_a_dependency_never_seen_failing_is_no_error() -> None:
+    paced, _ = pacing()
+    paced.succeeded("never_failed")
+    assert paced.plan(2, {}) == ClaimPlan(limit=2, excluded_sources=())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from datetime import UTC, datetime, timedelta
@@ -82,3 +83,24 @@ def test_the_runner_refuses_to_start_when_handlers_and_fixture_disagree() -> Non
     extra = {**HANDLERS, "send_fax": HANDLERS["delete_temp_object"]}
     with pytest.raises(RuntimeError, match="handler 'send_fax' names no side effect"):
         check_handlers(graph, extra)
+
+
+def test_a_new_secret_is_24_random_bytes_in_the_standard_form() -> None:
+    secrets = {new_secret() for _ in range(20)}
+    assert len(secrets) == 20
+    for secret in secrets:
+        assert secret.startswith("whsec_")
+        assert len(base64.b64decode(secret.removeprefix("whsec_"), validate=True)) == 24
+
+
+def test_the_headers_are_the_standard_ones_spelled_as_sent() -> None:
+    """Sent as written: the names in lower case, the timestamp in whole seconds, JSON."""
+    secret = new_secret()
+    moment = datetime(2026, 1, 1, 0, 0, 30, 900_000, tzinfo=UTC)
+    headers = signed_headers([secret], "msg_4", moment, "{}")
+    assert headers == {
+        "webhook-id": "msg_4",
+        "webhook-timestamp": "1767225630",
+        "webhook-signature": Webhook(secret).sign("msg_4", moment, "{}"),
+        "content-type": "application/json",
+    }

@@ -185,7 +185,8 @@ def parse_webhook_url(url: str, *, allow_private: bool = False) -> WebhookUrl:
             "development, with webhooks_allow_private)"
         )
     if literal is not None and not any(literal in network for network in DEVELOPMENT_ADDRESSES):
-        why = refusal(literal, allow_private=True) or f"{literal} is a global address"
+        # Name the range of any address that is not global, unique local (fc00::/7) included.
+        why = refusal(literal) or f"{literal} is a global address"
         raise UnsafeDestinationError(
             f"{why}: in development a webhook URL may name a loopback or private address "
             "(127/8, 10/8, 172.16/12, 192.168/16, [::1]), other hosts by name"
