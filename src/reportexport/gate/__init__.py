@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import gc
 import os
 import sys
@@ -237,50 +238,54 @@ def resolve_fixture(root: Path, option: str | None, config: Config | None = None
     return local if local.is_file() else default_fixture_path()
 
 
-def run(args: argparse.Namespace) -> int:
-    # Parsing every module allocates a great many nodes and no cycles worth collecting; the
-    # cyclic collector would rescan them all, again and again, for nothing.
+@contextlib.contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """Parsing every module allocates a great many nodes and no cycles worth collecting; the
+    cyclic collector would rescan them all, again and again, for nothing."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run(args)
+        yield
     finally:
         if enabled:
             gc.enable()
 
 
-def _run(args: argparse.Namespace) -> int:
-    root = Path(args.root)
-    try:
-        config = load_config(root)
-    except ConfigError as exc:
-        print(f"reportexport gate: {exc}", file=sys.stderr)
-        return EXIT_INVALID
-    fixture = resolve_fixture(root, args.graph, config)
-    fixture_name = display(fixture, root)
-    try:
-        graph = load_graph(fixture)
-    except FileNotFoundError:
-        return _report([_invalid(fixture_name, "fixture not found")], args.format, EXIT_INVALID)
-    except InvalidGraphError as exc:
-        findings = [_invalid(fixture_name, defect) for defect in exc.defects]
-        return _report(findings, args.format, EXIT_INVALID)
-
-    paths = tuple(root / p for p in (args.paths or config.paths))
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        print(f"reportexport gate: no such path: {', '.join(map(str, missing))}", file=sys.stderr)
-        return EXIT_INVALID
-    findings, waived = check_tree(root, graph, fixture, paths, config, exclude=args.exclude)
-    if args.commits:
+def run(args: argparse.Namespace) -> int:
+    with _without_cyclic_gc():
+        root = Path(args.root)
         try:
-            findings += check_commits(root, args.commits, fixture_name)
-        except GitError as exc:
+            config = load_config(root)
+        except ConfigError as exc:
             print(f"reportexport gate: {exc}", file=sys.stderr)
             return EXIT_INVALID
-    invalid = any(f.code == FIXTURE_INVALID for f in findings)
-    code = EXIT_INVALID if invalid else EXIT_DRIFT if findings else EXIT_CLEAN
-    return _report(findings, args.format, code, graph, waived)
+        fixture = resolve_fixture(root, args.graph, config)
+        fixture_name = display(fixture, root)
+        try:
+            graph = load_graph(fixture)
+        except FileNotFoundError:
+            return _report([_invalid(fixture_name, "fixture not found")], args.format, EXIT_INVALID)
+        except InvalidGraphError as exc:
+            findings = [_invalid(fixture_name, defect) for defect in exc.defects]
+            return _report(findings, args.format, EXIT_INVALID)
+
+        paths = tuple(root / p for p in (args.paths or config.paths))
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            print(
+                f"reportexport gate: no such path: {', '.join(map(str, missing))}", file=sys.stderr
+            )
+            return EXIT_INVALID
+        findings, waived = check_tree(root, graph, fixture, paths, config, exclude=args.exclude)
+        if args.commits:
+            try:
+                findings += check_commits(root, args.commits, fixture_name)
+            except GitError as exc:
+                print(f"reportexport gate: {exc}", file=sys.stderr)
+                return EXIT_INVALID
+        invalid = any(f.code == FIXTURE_INVALID for f in findings)
+        code = EXIT_INVALID if invalid else EXIT_DRIFT if findings else EXIT_CLEAN
+        return _report(findings, args.format, code, graph, waived)
 
 
 def check_tree(
