@@ -413,6 +413,11 @@ def run_db(base: Path, tree: Path, patch: Patch, work: Path) -> list[str]:
             for edit in patch.edits:
                 if "/migrations/sqlite/" in edit.path:
                     connection.executescript((tree / edit.path).read_text(encoding="utf-8"))
+                    version = int(Path(edit.path).name.split("_", 1)[0])
+                    connection.execute(
+                        "UPDATE reportexport_meta SET value = ? WHERE key = 'schema_version'",
+                        (str(version),),
+                    )
     else:
         _must(_python(tree, "-m", "reportexport", "db", "upgrade", "--database", url))
     done = _python(tree, "-m", "reportexport", "db", "check", "--database", url, "--behaviour")
