@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from reportexport.gate.config import compile_patterns
+from reportexport import gate
+from reportexport.gate.config import compile_patterns, load_config
+from reportexport.graph import load_graph
 from tests.conftest import REPO_ROOT
 from tests.gate.test_gate_command import run_gate, tree  # noqa: F401 - the fixture is reused
 
@@ -214,3 +216,15 @@ def test_the_gate_takes_well_under_a_second_of_cpu_on_this_tree() -> None:
     spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert done.returncode == 0, done.stdout
     assert spent < 1.0
+
+
+def test_scanning_in_two_processes_finds_what_one_process_finds() -> None:
+    """The per-file rules depend on the file alone, so a forked half gives the same results."""
+    config = load_config(REPO_ROOT)
+    fixture = REPO_ROOT / "contracts" / "job-status-graph.json"
+    files = gate.read_sources(REPO_ROOT, (REPO_ROOT,), fixture, config.exclude)
+    assert len(files) >= gate.PARALLEL_FROM
+    graph = load_graph(fixture)
+    alone = gate.scan_all(gate.Scanner(graph, memo={}), files)
+    forked = gate.scan_all(gate.Scanner(graph), files)
+    assert forked == alone
