@@ -40,12 +40,12 @@ SKIPPED_DIRS = frozenset(
         ".pytest_cache",
         ".tox",
         ".nox",
-        "dist",
-        "build",
         ".eggs",
         "site-packages",
     }
 )
+# Build output at the root of the repository holds copies of the sources.
+SKIPPED_AT_ROOT = frozenset({"build", "dist"})
 MAX_BYTES = 1_000_000
 _SHEBANG = re.compile(rb"#![^\n]*\b(?:sh|bash|zsh|python3?|node)\b")
 
@@ -104,6 +104,7 @@ def _walk(root: Path, start: Path, excluded: re.Pattern[str] | None) -> Iterator
             name
             for name in sorted(dirs)
             if name not in SKIPPED_DIRS
+            and not (here == "" and name in SKIPPED_AT_ROOT)
             and not name.endswith(".egg-info")
             and not _is_excluded(here + name, excluded)
         ]
