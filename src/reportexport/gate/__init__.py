@@ -38,6 +38,7 @@ from reportexport.graph import (
     default_fixture_path,
     load_graph,
 )
+from reportexport.typed_names import TYPED_NAMES_PATH, render_typed_names
 
 EXIT_CLEAN, EXIT_DRIFT, EXIT_INVALID = 0, 1, 2
 SYNTAX = "syntax"
@@ -95,12 +96,15 @@ def read_sources(
 class Scanner:
     """The per-file rules of one fixture, and what they found in files already seen."""
 
-    def __init__(self, graph: Graph, memo: Memo | None = None) -> None:
+    def __init__(
+        self, graph: Graph, memo: Memo | None = None, generated_paths: Iterable[str] = ()
+    ) -> None:
         lexicon = Lexicon.of(graph)
         self.fingerprint = graph.fingerprint
         self.python = PythonRules(lexicon)
         self.text = TextRules(lexicon)
-        self.generated = generated.artifact_paths()
+        # Generated files list the states by design; generated-drift keeps them current.
+        self.generated = generated.artifact_paths() | set(generated_paths)
         self.memo = memo
 
     def scan(self, source: SourceFile) -> Scanned:
@@ -225,6 +229,26 @@ def check_generated(ctx: Context) -> Iterator[Finding]:
 
     for drift in generated.drift(ctx.graph, read):
         yield Finding(path=drift.path, line=drift.line, code=GENERATED_DRIFT, message=drift.message)
+    typed_names = ctx.config.typed_names
+    if typed_names and typed_names != TYPED_NAMES_PATH:  # another repository's typed names
+        have = read(typed_names)
+        command = f"run `reportexport generate --typed-names {typed_names}`"
+        if have is None:
+            message = f"the typed names the configuration names are missing; {command}"
+            yield Finding(path=typed_names, line=1, code=GENERATED_DRIFT, message=message)
+        elif have != render_typed_names(ctx.graph):
+            line = _first_difference(have, render_typed_names(ctx.graph))
+            message = f"differs from what the fixture generates; {command}"
+            yield Finding(path=typed_names, line=line, code=GENERATED_DRIFT, message=message)
+
+
+def _first_difference(have: str, want: str) -> int:
+    """The first line (from 1) where two texts differ."""
+    have_lines, want_lines = have.splitlines(), want.splitlines()
+    for number, (a, b) in enumerate(zip(have_lines, want_lines, strict=False), 1):
+        if a != b:
+            return number
+    return min(len(have_lines), len(want_lines)) + 1
 
 
 # Later layers append their checks here, so one command covers the whole tree.
@@ -347,7 +371,7 @@ def check_tree(
     """Every check over the files under `paths`: the findings left after the pragmas, and the
     exceptions the pragmas made."""
     files = read_sources(root, paths, fixture, (*config.exclude, *exclude))
-    scanner = Scanner(graph, memo)
+    scanner = Scanner(graph, memo, [config.typed_names] if config.typed_names else [])
     scanned = scan_all(scanner, files)
     ctx = Context(
         root=root,

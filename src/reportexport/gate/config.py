@@ -6,6 +6,7 @@ paths = ["."]                     # what to check (default: the whole repository
 exclude = ["db/migrations/0001_*.sql"]   # added to the default excludes
 strict = ["src/**"]               # where a quoted forbidden alias cannot be waived
 graph = "contracts/job-status-graph.json"
+typed-names = "src/mypackage/lifecycle.py"   # kept equal to `reportexport generate --typed-names`
 ```
 
 Patterns are paths relative to the root with `*` (within a name), `**` (any depth) and `?`;
@@ -25,7 +26,7 @@ from typing import Any
 DEFAULT_EXCLUDES = ("tests/**/corpus/**", "tests/contract/mutants/**")
 DEFAULT_STRICT = ("src/**",)
 CONFIG_FILES = ("pyproject.toml", "gate.toml")
-_KEYS = frozenset({"paths", "exclude", "strict", "graph"})
+_KEYS = frozenset({"paths", "exclude", "strict", "graph", "typed-names"})
 
 
 class ConfigError(ValueError):
@@ -38,6 +39,7 @@ class Config:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     strict: tuple[str, ...] = DEFAULT_STRICT
     graph: str | None = None
+    typed_names: str | None = None
     source: str | None = None
 
 
@@ -73,14 +75,16 @@ def _config(table: dict[str, Any], source: str) -> Config:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown gate setting(s) {', '.join(unknown)}")
-    graph = table.get("graph")
-    if graph is not None and not isinstance(graph, str):
-        raise ConfigError(f"{source}: graph must be a path")
+    graph, typed_names = table.get("graph"), table.get("typed-names")
+    for key, value in (("graph", graph), ("typed-names", typed_names)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{source}: {key} must be a path")
     return Config(
         paths=_strings(table, "paths", source) or (".",),
         exclude=DEFAULT_EXCLUDES + _strings(table, "exclude", source),
         strict=_strings(table, "strict", source) if "strict" in table else DEFAULT_STRICT,
         graph=graph,
+        typed_names=typed_names,
         source=source,
     )
 
