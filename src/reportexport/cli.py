@@ -19,6 +19,7 @@ from reportexport import gate, generated
 from reportexport.graph import GRAPH_ENV, InvalidGraphError, load_graph
 from reportexport.render import RENDERERS
 from reportexport.settings import FIELDS as SETTING_FIELDS
+from reportexport.typed_names import render_typed_names
 
 Handler = Callable[..., int]
 
@@ -41,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _graph_option(generate_cmd)
     generate_cmd.add_argument("--root", default=".", help="repository root")
+    generate_cmd.add_argument(
+        "--typed-names",
+        metavar="PATH",
+        help="write only the typed names (Status, Actor, Effect...) to PATH under the root: "
+        "another repository's lifecycle module",
+    )
     generate_cmd.set_defaults(toolkit=cmd_generate)
 
     db_cmd = commands.add_parser("db", help="build and check the job store's schema")
@@ -273,6 +280,12 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     root = Path(args.root)
     graph = load_graph(args.graph or gate.resolve_fixture(root, None))
+    if args.typed_names:
+        target = root / args.typed_names
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_typed_names(graph), encoding="utf-8")
+        print(f"wrote {args.typed_names}")
+        return 0
     for path in dict.fromkeys(generated.write(graph, root)):
         print(f"wrote {path}")
     return 0

@@ -158,6 +158,7 @@ def test_the_dashboard_applies_the_services_rules_and_shows_their_refusals(
     unknown = client.post("/exports/new", data={"saved_query": "nope"}, headers=alice,
                           follow_redirects=False)  # fmt: skip
     assert (unknown.status_code, "There is no saved query" in unknown.text) == (404, True)
+    # gate: allow unknown-status -- a word the dashboard must refuse
     bogus = client.get("/jobs?status=bogus", headers=alice)
     assert (bogus.status_code, "is not a state" in bogus.text) == (422, True)
     job_id = create(api).json()["id"]

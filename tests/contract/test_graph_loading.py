@@ -37,6 +37,7 @@ def test_a_loaded_graph_holds_the_fixture_field_by_field() -> None:
     assert graph.initial == "queued"
     assert graph.terminal == ("succeeded", "failed", "canceled")
     assert graph.forbidden_aliases == (
+        # gate: allow forbidden-alias -- the fixture's own list of forbidden aliases, read back
         "retrying", "partial", "uploading", "cleanup", "pending", "done", "error",
     )  # fmt: skip
     assert graph.transitions[0] == Edge(from_status="queued", to_status="running", actor="worker")

@@ -61,6 +61,7 @@ def test_errors_carry_the_case_study_codes(
 
 @pytest.mark.parametrize(
     ("status", "to_status"),
+    # gate: allow forbidden-alias, states-invented -- words the rules must refuse
     [("retrying", "running"), ("queued", "retrying"), ("", "running"), ("QUEUED", "running")],
 )
 def test_unknown_statuses_are_rejected_not_crashed_on(status: str, to_status: str) -> None:
@@ -100,4 +101,5 @@ def test_apply_transition_refuses_a_job_without_a_status() -> None:
 def test_terminal_check_comes_before_the_edge_check() -> None:
     """A finished job reports terminal:X even for a target no edge could reach."""
     with pytest.raises(TerminalStateError, match=r"^terminal:failed$"):
+        # gate: allow forbidden-alias, unknown-status -- a target the rules must refuse
         apply_transition({"status": "failed"}, "retrying")

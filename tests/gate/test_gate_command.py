@@ -173,8 +173,8 @@ def test_a_handler_for_an_unknown_effect_or_a_missing_one_fails(tree: Path) -> N
     done = run_gate(tree)
     assert done.returncode == 1
     assert (
-        "effect-handlers: no @side_effect_handler for the fixture's side effect "
-        "'delete_temp_object'" in done.stdout
+        "effect-handlers: no handler for the fixture's side effect 'delete_temp_object'"
+        in done.stdout
     )
     assert "handler 'delete_scratch_object' names no side effect of the fixture" in done.stdout
 

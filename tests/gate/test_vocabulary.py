@@ -7,21 +7,25 @@ import textwrap
 
 import pytest
 
-from reportexport.gate.vocabulary import FORBIDDEN_ALIAS, UNKNOWN_STATUS, Vocabulary
+from reportexport.gate.lexicon import FORBIDDEN_ALIAS, UNKNOWN_STATUS, Lexicon
+from reportexport.gate.python_rules import PythonRules
+from reportexport.gate.sources import TEXT
+from reportexport.gate.text_rules import TextRules
 from reportexport.graph import load_graph
 from tests.conftest import FIXTURE_PATH
 
 GRAPH = load_graph(FIXTURE_PATH)
-VOCABULARY = Vocabulary(GRAPH.states, GRAPH.forbidden_aliases)
+LEXICON = Lexicon.of(GRAPH)
 
 
 def python_hits(source: str) -> list[tuple[int, str]]:
-    tree = ast.parse(textwrap.dedent(source))
-    return sorted((hit.line, hit.code) for hit in VOCABULARY.scan_python(tree))
+    text = textwrap.dedent(source)
+    facts = PythonRules(LEXICON).check(ast.parse(text), text)
+    return sorted((hit.line, hit.code) for hit in facts.hits)
 
 
-def text_hits(text: str) -> list[tuple[int, str]]:
-    return sorted((hit.line, hit.code) for hit in VOCABULARY.scan_text(text))
+def text_hits(text: str, kind: str = TEXT) -> list[tuple[int, str]]:
+    return sorted((hit.line, hit.code) for hit in TextRules(LEXICON).check(kind, text).hits)
 
 
 @pytest.mark.parametrize("alias", GRAPH.forbidden_aliases)
@@ -116,7 +120,7 @@ def test_text_files_are_scanned_for_quoted_tokens() -> None:
 
 def test_sql_files_are_checked_for_status_words() -> None:
     text = "UPDATE jobs\n   SET status = 'archived'\n WHERE status = 'queued';\n"
-    assert text_hits(text) == [(2, UNKNOWN_STATUS)]
+    assert text_hits(text, "sql") == [(2, UNKNOWN_STATUS)]
 
 
 def test_prose_in_text_files_is_fine() -> None:

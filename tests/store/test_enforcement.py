@@ -47,6 +47,7 @@ def history_count(raw: RawSql, job_id: int) -> int:
 
 def test_an_invented_status_is_rejected(db: Database, raw: RawSql) -> None:
     job_id = queued(db)
+    # gate: allow forbidden-alias, unknown-status -- the refusal under test
     statement = f"UPDATE jobs SET status = 'retrying', change_actor = 'worker' WHERE id = {job_id}"
     rejected(raw, statement, "illegal:queued->")
     assert raw.scalar(f"SELECT status FROM jobs WHERE id = {job_id}") == "queued"
@@ -56,6 +57,7 @@ def test_a_job_cannot_be_inserted_past_the_initial_state(raw: RawSql) -> None:
     rejected(
         raw,
         "INSERT INTO jobs (owner, saved_query, query_sql, query_hash, status) "
+        # gate: allow not-initial -- the refusal under test
         "VALUES ('mallory', 'q', 'SELECT 1', 'h', 'succeeded')",
         "illegal:->succeeded",
     )
@@ -80,6 +82,7 @@ def test_an_undeclared_edge_is_rejected(db: Database, raw: RawSql) -> None:
 
 def test_the_wrong_actor_is_rejected(db: Database, raw: RawSql) -> None:
     job_id = running(db)
+    # gate: allow wrong-actor -- the refusal under test
     statement = f"UPDATE jobs SET status = 'canceled', change_actor = 'worker' WHERE id = {job_id}"
     rejected(raw, statement, "actor:worker")
 
@@ -264,6 +267,7 @@ def test_psql_shell_cannot_break_the_graph(postgres_url: str) -> None:
         pytest.skip("psql is not installed")
     script = (
         "INSERT INTO jobs (owner, saved_query, query_sql, query_hash) VALUES ('a','q','s','h');\n"
+        # gate: allow forbidden-alias, unknown-status -- the refusal under test
         "UPDATE jobs SET status = 'retrying';\n"
         "UPDATE jobs SET status = 'running', change_actor = 'worker';\n"
         "UPDATE jobs SET status = 'succeeded', change_actor = 'worker';\n"
@@ -292,6 +296,7 @@ def test_sqlite3_shell_cannot_break_the_graph(tmp_path: Path) -> None:
     script = (
         "INSERT INTO jobs (owner, saved_query, query_sql, query_hash, status) "
         "VALUES ('a','q','s','h','queued');\n"
+        # gate: allow forbidden-alias, unknown-status -- the refusal under test
         "UPDATE jobs SET status = 'retrying';\n"
         "UPDATE jobs SET status = 'running', change_actor = 'worker';\n"
         "UPDATE jobs SET status = 'succeeded', change_actor = 'worker';\n"

@@ -73,6 +73,7 @@ def test_an_illegal_move_into_running_is_still_refused_with_its_code(
     second = db.jobs.create_job(new_job())[0].id
     with pytest.raises(raw.errors, match="actor:"):
         raw.execute(
+            # gate: allow wrong-actor -- the wrong actor the guard must refuse
             f"UPDATE jobs SET status = 'running', change_actor = 'user' WHERE id = {second}"
         )
     assert db.jobs.get_job(first).job.status == "running"

@@ -25,6 +25,7 @@ from tests.store.conftest import GRAPH, RawSql
 from tests.store.test_operations import new_job
 
 ACTORS = [*GRAPH.actors, "robot", None]
+# gate: allow forbidden-alias, states-invented -- a target the store must refuse
 TARGETS = [*GRAPH.states, "retrying"]
 
 

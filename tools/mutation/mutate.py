@@ -64,15 +64,15 @@ class Equivalent:
 @dataclass(frozen=True, kw_only=True)
 class Mutant:
     name: str
-    status: str
+    verdict: str
     function: str
     line: int
     before: str
     after: str
 
     def one_line(self, path: str) -> str:
-        note = "  (no test ran it)" if self.status == "no tests" else ""
-        if self.status == "suspicious":
+        note = "  (no test ran it)" if self.verdict == "no tests" else ""
+        if self.verdict == "suspicious":
             note = "  (suspicious: the tests ended oddly)"
         before, after = self.before or "(nothing)", self.after or "(removed)"
         return f"{path}:{self.line}: {self.function}: {before}  =>  {after}{note}"
@@ -189,7 +189,7 @@ def _mutmut(workdir: Path, *args: str, log: Path | None = None) -> subprocess.Co
         )
 
 
-_RESULT = re.compile(r"^\s*(?P<name>\S+): (?P<status>.+?)\s*$")
+_RESULT = re.compile(r"^\s*(?P<name>\S+): (?P<verdict>.+?)\s*$")
 
 
 def _function_of(name: str) -> str:
@@ -279,20 +279,20 @@ def run_target(target: Target, root: Path, work: Path, equivalents: list[Equival
         match = _RESULT.match(line)
         if not match:
             continue
-        name, status = match["name"], match["status"]
-        if untested and status == "not checked":
-            status = "no tests"
+        name, verdict = match["name"], match["verdict"]
+        if untested and verdict == "not checked":
+            verdict = "no tests"
         outcome.total += 1
-        if status in CAUGHT:
+        if verdict in CAUGHT:
             outcome.caught += 1
             continue
-        if status not in NOT_CAUGHT:
-            raise RuntimeError(f"{target.module}: mutant {name} was not checked ({status})")
+        if verdict not in NOT_CAUGHT:
+            raise RuntimeError(f"{target.module}: mutant {name} was not checked ({verdict})")
         function = _function_of(name)
         offset, before, after = _change(functions, name)
         mutant = Mutant(
             name=name,
-            status=status,
+            verdict=verdict,
             function=function,
             line=spans.get(function, (1, 1))[0] + offset - 1,
             before=before,

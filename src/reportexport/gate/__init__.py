@@ -11,18 +11,25 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import gc
 import os
+import pickle
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportexport import generated
 from reportexport.gate.commits import GENERATED_DRIFT, GitError, check_commits
+from reportexport.gate.config import Config, ConfigError, compile_patterns, load_config
 from reportexport.gate.findings import FIXTURE_INVALID, Finding, render
-from reportexport.gate.sources import PYTHON_SUFFIXES, display, iter_sources
-from reportexport.gate.states import STATES_MISSING, check_states, states_assignments
-from reportexport.gate.vocabulary import Vocabulary
+from reportexport.gate.lexicon import FORBIDDEN_ALIAS, Facts, Lexicon
+from reportexport.gate.pragmas import Pragma, StrictRule, Waived, apply_pragmas, find_pragmas
+from reportexport.gate.python_rules import EFFECT_HANDLERS, HANDLER_DECORATOR, PythonRules
+from reportexport.gate.sources import PYTHON, display, iter_sources
+from reportexport.gate.states import STATES_MISSING
+from reportexport.gate.text_rules import TextRules
 from reportexport.graph import (
     FIXTURE_NAME,
     GRAPH_ENV,
@@ -31,6 +38,7 @@ from reportexport.graph import (
     default_fixture_path,
     load_graph,
 )
+from reportexport.typed_names import TYPED_NAMES_PATH, render_typed_names
 
 EXIT_CLEAN, EXIT_DRIFT, EXIT_INVALID = 0, 1, 2
 SYNTAX = "syntax"
@@ -38,13 +46,26 @@ SYNTAX = "syntax"
 
 @dataclass(frozen=True, kw_only=True)
 class SourceFile:
-    """A file under the checked paths, read (and, for Python, parsed) once for every check."""
+    """A file under the checked paths, with the kind of text it holds."""
 
     path: Path
     name: str
+    kind: str
     text: str
-    tree: ast.Module | None = None
-    syntax_error: SyntaxError | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scanned:
+    """What the per-file rules found in one file: its facts, its pragmas, a syntax error."""
+
+    facts: Facts
+    pragmas: tuple[Pragma | Finding, ...]
+    syntax: Finding | None = None
+
+
+# Per-file results by (fixture fingerprint, file name, text): one process that checks many
+# copies of a tree (the drift corpus) reads each unchanged file once.
+Memo = dict[tuple[str, str, str], Scanned]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,52 +75,122 @@ class Context:
     fixture: Path
     paths: tuple[Path, ...]
     files: tuple[SourceFile, ...]
-
-    def python(self) -> Iterator[tuple[SourceFile, ast.Module]]:
-        """The Python files that parsed, with their trees."""
-        return ((f, f.tree) for f in self.files if f.tree is not None)
+    scanned: tuple[Scanned, ...]
+    config: Config = field(default_factory=Config)
 
 
-def read_sources(root: Path, paths: tuple[Path, ...], fixture: Path) -> tuple[SourceFile, ...]:
+def read_sources(
+    root: Path, paths: Sequence[Path], fixture: Path, exclude: Iterable[str] = ()
+) -> tuple[SourceFile, ...]:
     files = []
-    for path in iter_sources(paths, {fixture.resolve()}):
-        name = display(path, root)
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if path.suffix not in PYTHON_SUFFIXES:
-            files.append(SourceFile(path=path, name=name, text=text))
-            continue
-        try:
-            tree = ast.parse(text, filename=name)
-        except SyntaxError as exc:
-            files.append(SourceFile(path=path, name=name, text=text, syntax_error=exc))
-        else:
-            files.append(SourceFile(path=path, name=name, text=text, tree=tree))
+    skip = {display(fixture, root)}
+    for path, name, kind in iter_sources(root, paths, compile_patterns(exclude), skip):
+        raw = path.read_bytes()
+        if b"\0" in raw[:8192]:
+            continue  # not text
+        text = raw.decode("utf-8", errors="replace")
+        files.append(SourceFile(path=path, name=name, kind=kind, text=text))
     return tuple(files)
+
+
+class Scanner:
+    """The per-file rules of one fixture, and what they found in files already seen."""
+
+    def __init__(
+        self, graph: Graph, memo: Memo | None = None, generated_paths: Iterable[str] = ()
+    ) -> None:
+        lexicon = Lexicon.of(graph)
+        self.fingerprint = graph.fingerprint
+        self.python = PythonRules(lexicon)
+        self.text = TextRules(lexicon)
+        # Generated files list the states by design; generated-drift keeps them current.
+        self.generated = generated.artifact_paths() | set(generated_paths)
+        self.memo = memo
+
+    def scan(self, source: SourceFile) -> Scanned:
+        key = (self.fingerprint, source.name, source.text)
+        if self.memo is not None and key in self.memo:
+            return self.memo[key]
+        pragmas = tuple(find_pragmas(source.name, source.text, source.kind))
+        if source.kind != PYTHON:
+            scanned = Scanned(facts=self.text.check(source.kind, source.text), pragmas=pragmas)
+        else:
+            try:
+                tree = ast.parse(source.text, filename=source.name)
+            except SyntaxError as exc:
+                syntax = Finding(
+                    path=source.name, line=exc.lineno or 1, code=SYNTAX, message=str(exc.msg)
+                )
+                scanned = Scanned(facts=Facts(), pragmas=pragmas, syntax=syntax)
+            else:
+                generated_file = source.name in self.generated
+                facts = self.python.check(tree, source.text, generated=generated_file)
+                scanned = Scanned(facts=facts, pragmas=pragmas)
+        if self.memo is not None:
+            self.memo[key] = scanned
+        return scanned
+
+
+def scan_all(scanner: Scanner, files: Sequence[SourceFile]) -> tuple[Scanned, ...]:
+    """Every file's per-file results. With a second core and enough files, a forked child
+    scans every other file: what a file gives depends on nothing but the file itself."""
+    if scanner.memo is not None or len(files) < PARALLEL_FROM or not _can_fork():
+        return tuple(scanner.scan(source) for source in files)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child, which never returns
+        os.close(reader)
+        status = 1
+        try:
+            with os.fdopen(writer, "wb") as out:
+                pickle.dump([scanner.scan(source) for source in files[1::2]], out)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    mine = [scanner.scan(source) for source in files[0::2]]
+    with os.fdopen(reader, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(child, 0)
+    theirs: list[Scanned]
+    try:
+        theirs = pickle.loads(data) if status == 0 else []
+    except (pickle.UnpicklingError, EOFError):
+        theirs = []
+    if len(theirs) != len(files[1::2]):  # the child failed: scan its half here
+        theirs = [scanner.scan(source) for source in files[1::2]]
+    merged: list[Scanned] = []
+    for index in range(len(files)):
+        merged.append(mine[index // 2] if index % 2 == 0 else theirs[index // 2])
+    return tuple(merged)
+
+
+PARALLEL_FROM = 64  # files; fewer are scanned faster than a process is forked
+
+
+def _can_fork() -> bool:
+    """A second core, and no other thread a fork could leave holding a lock."""
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return False
+    return hasattr(os, "fork") and (os.cpu_count() or 1) > 1
 
 
 Check = Callable[[Context], Iterable[Finding]]
 
 
 def check_sources(ctx: Context) -> Iterator[Finding]:
-    """Forbidden aliases, status words and STATES in every source file under the paths."""
-    vocabulary = Vocabulary(ctx.graph.states, ctx.graph.forbidden_aliases)
-    generated_files = generated.artifact_paths()
+    """Every per-file rule's findings, then what needs the whole tree: a STATES definition
+    somewhere, and side-effect handlers that name exactly the fixture's effects."""
     states_seen = False
-    for source in ctx.files:
-        if source.syntax_error is not None:
-            exc = source.syntax_error
-            yield Finding(path=source.name, line=exc.lineno or 1, code=SYNTAX, message=str(exc.msg))
-            continue
-        if source.tree is None:
-            hits = list(vocabulary.scan_text(source.text))
-        else:
-            hits = list(vocabulary.scan_python(source.tree))
-            for line, value in states_assignments(source.tree):
-                states_seen = True
-                if source.name not in generated_files:  # generated-drift covers those
-                    hits += check_states(value, line, ctx.graph.states)
-        for hit in hits:
+    handlers: list[tuple[str, str, int]] = []
+    for source, scanned in zip(ctx.files, ctx.scanned, strict=True):
+        if scanned.syntax is not None:
+            yield scanned.syntax
+        for hit in scanned.facts.hits:
             yield Finding(path=source.name, line=hit.line, code=hit.code, message=hit.message)
+        states_seen = states_seen or scanned.facts.states_defined
+        handlers += [(source.name, name, line) for name, line in scanned.facts.handlers]
     if not states_seen:
         yield Finding(
             path=display(ctx.paths[0], ctx.root),
@@ -107,6 +198,26 @@ def check_sources(ctx: Context) -> Iterator[Finding]:
             code=STATES_MISSING,
             message="no module under the checked paths defines STATES from the fixture",
         )
+    yield from _effect_handlers(ctx, handlers)
+
+
+def _effect_handlers(ctx: Context, handlers: list[tuple[str, str, int]]) -> Iterator[Finding]:
+    """Handlers registered in any form name exactly the fixture's side effects."""
+    if not handlers:
+        return  # a repository without handlers has nothing to check
+    names = {name for _, name, _ in handlers}
+    first_file = handlers[0][0]
+    for effect in ctx.graph.effect_names:
+        if effect not in names:
+            message = (
+                f"no handler for the fixture's side effect {effect!r} "
+                f"(by @{HANDLER_DECORATOR} or in a handler table)"
+            )
+            yield Finding(path=first_file, line=1, code=EFFECT_HANDLERS, message=message)
+    for where, name, line in handlers:
+        if name not in ctx.graph.effect_names:
+            message = f"handler {name!r} names no side effect of the fixture"
+            yield Finding(path=where, line=line, code=EFFECT_HANDLERS, message=message)
 
 
 def check_generated(ctx: Context) -> Iterator[Finding]:
@@ -118,88 +229,32 @@ def check_generated(ctx: Context) -> Iterator[Finding]:
 
     for drift in generated.drift(ctx.graph, read):
         yield Finding(path=drift.path, line=drift.line, code=GENERATED_DRIFT, message=drift.message)
+    typed_names = ctx.config.typed_names
+    if typed_names and typed_names != TYPED_NAMES_PATH:  # another repository's typed names
+        have = read(typed_names)
+        command = f"run `reportexport generate --typed-names {typed_names}`"
+        if have is None:
+            message = f"the typed names the configuration names are missing; {command}"
+            yield Finding(path=typed_names, line=1, code=GENERATED_DRIFT, message=message)
+        elif have != render_typed_names(ctx.graph):
+            line = _first_difference(have, render_typed_names(ctx.graph))
+            message = f"differs from what the fixture generates; {command}"
+            yield Finding(path=typed_names, line=line, code=GENERATED_DRIFT, message=message)
 
 
-HANDLER_DECORATOR = "side_effect_handler"
-EFFECT_HANDLERS = "effect-handlers"
-
-
-def check_effect_handlers(ctx: Context) -> Iterator[Finding]:
-    """Functions decorated @side_effect_handler name exactly the fixture's side effects."""
-    found: dict[str, tuple[str, int]] = {}
-    first_file: str | None = None
-    for source, tree in ctx.python():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and any(
-                (isinstance(d, ast.Name) and d.id == HANDLER_DECORATOR)
-                or (isinstance(d, ast.Attribute) and d.attr == HANDLER_DECORATOR)
-                for d in node.decorator_list
-            ):
-                first_file = first_file or source.name
-                found[node.name] = (source.name, node.lineno)
-    if not found or first_file is None:
-        return  # a repository without handlers has nothing to check
-    for effect in ctx.graph.effect_names:
-        if effect not in found:
-            message = f"no @{HANDLER_DECORATOR} for the fixture's side effect {effect!r}"
-            yield Finding(path=first_file, line=1, code=EFFECT_HANDLERS, message=message)
-    for name, (where, line) in found.items():
-        if name not in ctx.graph.effect_names:
-            message = f"handler {name!r} names no side effect of the fixture"
-            yield Finding(path=where, line=line, code=EFFECT_HANDLERS, message=message)
-
-
-API_ENUM = "api-status-enum"
-STATUS_ENUM_NAMES = frozenset({"JobStatus", "Status", "StatusEnum"})
-
-
-def check_api_status_enum(ctx: Context) -> Iterator[Finding]:
-    """An API's status enum is built from the fixture, never listed by hand (a file generated
-    from the fixture lists them, and `generated-drift` keeps it equal to the fixture)."""
-    states = set(ctx.graph.states)
-    generated_files = generated.artifact_paths()
-    for source, tree in ctx.python():
-        if source.name in generated_files:
-            continue
-        for node in ast.walk(tree):
-            targets: list[ast.expr] = []
-            body: list[ast.AST] = []
-            if isinstance(node, ast.Assign):
-                targets, body = list(node.targets), [node.value]
-            elif isinstance(node, ast.ClassDef) and any(
-                isinstance(b, ast.Name | ast.Attribute) and "Enum" in ast.unparse(b)
-                for b in node.bases
-            ):
-                targets, body = [ast.Name(id=node.name)], list(node.body)
-            names = {t.id for t in targets if isinstance(t, ast.Name)}
-            if not names & STATUS_ENUM_NAMES:
-                continue
-            listed = sorted(
-                {
-                    c.value
-                    for part in body
-                    for c in ast.walk(part)
-                    if isinstance(c, ast.Constant)
-                    and isinstance(c.value, str)
-                    and c.value in states
-                }
-            )
-            if listed:
-                yield Finding(
-                    path=source.name,
-                    line=getattr(node, "lineno", 1),
-                    code=API_ENUM,
-                    message=f"the status enum lists {', '.join(listed)} by hand; "
-                    "build it from the fixture's states",
-                )
+def _first_difference(have: str, want: str) -> int:
+    """The first line (from 1) where two texts differ."""
+    have_lines, want_lines = have.splitlines(), want.splitlines()
+    for number, (a, b) in enumerate(zip(have_lines, want_lines, strict=False), 1):
+        if a != b:
+            return number
+    return min(len(have_lines), len(want_lines)) + 1
 
 
 # Later layers append their checks here, so one command covers the whole tree.
 CHECKS: list[Check] = [
     check_sources,
     check_generated,
-    check_effect_handlers,
-    check_api_status_enum,
 ]
 
 
@@ -216,7 +271,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--graph",
         metavar="FILE",
-        help=f"the fixture (default: ${GRAPH_ENV}, else contracts/{FIXTURE_NAME} in the root)",
+        help=f"the fixture (default: the config's graph, ${GRAPH_ENV}, "
+        f"else contracts/{FIXTURE_NAME} in the root)",
     )
     p.add_argument("--format", choices=("text", "json", "github"), default="text")
     p.add_argument(
@@ -226,59 +282,139 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(an empty A means every ancestor of B)",
     )
     p.add_argument("--root", default=".", help="repository root (default: the current directory)")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: src)")
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="also leave out paths matching PATTERN (repeatable; `**` for any depth)",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories (default: the config's paths, else the whole repository)",
+    )
 
 
-def resolve_fixture(root: Path, option: str | None) -> Path:
+def resolve_fixture(root: Path, option: str | None, config: Config | None = None) -> Path:
     if option:
         return Path(option)
+    if config is not None and config.graph:
+        return root / config.graph
     if os.environ.get(GRAPH_ENV):
         return Path(os.environ[GRAPH_ENV])
     local = root / "contracts" / FIXTURE_NAME
     return local if local.is_file() else default_fixture_path()
 
 
-def run(args: argparse.Namespace) -> int:
-    root = Path(args.root)
-    fixture = resolve_fixture(root, args.graph)
-    fixture_name = display(fixture, root)
+@contextlib.contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """Parsing every module allocates a great many nodes and no cycles worth collecting; the
+    cyclic collector would rescan them all, again and again, for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        graph = load_graph(fixture)
-    except FileNotFoundError:
-        return _report([_invalid(fixture_name, "fixture not found")], args.format, EXIT_INVALID)
-    except InvalidGraphError as exc:
-        findings = [_invalid(fixture_name, defect) for defect in exc.defects]
-        return _report(findings, args.format, EXIT_INVALID)
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
-    paths = tuple(root / p for p in (args.paths or ["src"]))
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        print(f"reportexport gate: no such path: {', '.join(map(str, missing))}", file=sys.stderr)
-        return EXIT_INVALID
-    files = read_sources(root, paths, fixture)
-    ctx = Context(root=root, graph=graph, fixture=fixture, paths=paths, files=files)
-    findings = [finding for check in CHECKS for finding in check(ctx)]
-    if args.commits:
+
+def run(args: argparse.Namespace) -> int:
+    with _without_cyclic_gc():
+        root = Path(args.root)
         try:
-            findings += check_commits(root, args.commits, fixture_name)
-        except GitError as exc:
+            config = load_config(root)
+        except ConfigError as exc:
             print(f"reportexport gate: {exc}", file=sys.stderr)
             return EXIT_INVALID
-    invalid = any(f.code == FIXTURE_INVALID for f in findings)
-    code = EXIT_INVALID if invalid else EXIT_DRIFT if findings else EXIT_CLEAN
-    return _report(findings, args.format, code, graph)
+        fixture = resolve_fixture(root, args.graph, config)
+        fixture_name = display(fixture, root)
+        try:
+            graph = load_graph(fixture)
+        except FileNotFoundError:
+            return _report([_invalid(fixture_name, "fixture not found")], args.format, EXIT_INVALID)
+        except InvalidGraphError as exc:
+            findings = [_invalid(fixture_name, defect) for defect in exc.defects]
+            return _report(findings, args.format, EXIT_INVALID)
+
+        paths = tuple(root / p for p in (args.paths or config.paths))
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            print(
+                f"reportexport gate: no such path: {', '.join(map(str, missing))}", file=sys.stderr
+            )
+            return EXIT_INVALID
+        findings, waived = check_tree(root, graph, fixture, paths, config, exclude=args.exclude)
+        if args.commits:
+            try:
+                findings += check_commits(root, args.commits, fixture_name)
+            except GitError as exc:
+                print(f"reportexport gate: {exc}", file=sys.stderr)
+                return EXIT_INVALID
+        invalid = any(f.code == FIXTURE_INVALID for f in findings)
+        code = EXIT_INVALID if invalid else EXIT_DRIFT if findings else EXIT_CLEAN
+        return _report(findings, args.format, code, graph, waived)
+
+
+def check_tree(
+    root: Path,
+    graph: Graph,
+    fixture: Path,
+    paths: Sequence[Path],
+    config: Config,
+    *,
+    exclude: Iterable[str] = (),
+    memo: Memo | None = None,
+) -> tuple[list[Finding], list[Waived]]:
+    """Every check over the files under `paths`: the findings left after the pragmas, and the
+    exceptions the pragmas made."""
+    files = read_sources(root, paths, fixture, (*config.exclude, *exclude))
+    scanner = Scanner(graph, memo, [config.typed_names] if config.typed_names else [])
+    scanned = scan_all(scanner, files)
+    ctx = Context(
+        root=root,
+        graph=graph,
+        fixture=fixture,
+        paths=tuple(paths),
+        files=files,
+        scanned=scanned,
+        config=config,
+    )
+    findings = [finding for check in CHECKS for finding in check(ctx)]
+    pragmas: list[Pragma] = []
+    for item in (p for one in scanned for p in one.pragmas):
+        if isinstance(item, Pragma):
+            pragmas.append(item)
+        else:
+            findings.append(item)
+    strict = StrictRule({FORBIDDEN_ALIAS}, compile_patterns(config.strict))
+    return apply_pragmas(findings, pragmas, strict)
 
 
 def _invalid(path: str, defect: str) -> Finding:
     return Finding(path=path, line=1, code=FIXTURE_INVALID, message=defect)
 
 
-def _report(findings: Sequence[Finding], style: str, code: int, graph: Graph | None = None) -> int:
-    sys.stdout.write(render(sorted(findings), style))
+def _report(
+    findings: Sequence[Finding],
+    style: str,
+    code: int,
+    graph: Graph | None = None,
+    waived: Sequence[Waived] = (),
+) -> int:
+    sys.stdout.write(render(sorted(set(findings)), style))
+    if waived:
+        print(
+            f"gate: {len(waived)} deliberate exception(s), each with its reason:", file=sys.stderr
+        )
+        for exception in sorted(waived, key=lambda w: w.finding):
+            print(f"  {exception.text()}", file=sys.stderr)
     if code == EXIT_CLEAN and graph is not None:
         print(f"gate: clean against {graph.source} ({graph.fingerprint[:12]})", file=sys.stderr)
     else:
-        print(f"gate: {len(findings)} finding(s)", file=sys.stderr)
+        print(f"gate: {len(set(findings))} finding(s)", file=sys.stderr)
     return code
 
 

@@ -1,31 +1,120 @@
-"""Which files the gate reads, and how it names them."""
+"""Which files the gate reads, what kind of text each holds, and how it names them."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-PYTHON_SUFFIXES = frozenset({".py", ".pyi"})
-TEXT_SUFFIXES = frozenset(
+PYTHON = "python"
+SQL = "sql"
+TEMPLATE = "template"  # HTML and Jinja, with their scripts
+SCRIPT = "script"  # JavaScript and TypeScript
+YAML = "yaml"
+JSON = "json"
+MARKDOWN = "markdown"
+TEXT = "text"  # TOML, INI, shell, CSS, plain text: the quoted-token and status rules only
+
+_SUFFIXES = {
+    PYTHON: (".py", ".pyi"),
+    SQL: (".sql",),
+    TEMPLATE: (".html", ".htm", ".jinja", ".jinja2", ".j2", ".vue", ".svelte"),
+    SCRIPT: (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts"),
+    YAML: (".yaml", ".yml"),
+    JSON: (".json",),
+    MARKDOWN: (".md", ".markdown"),
+    TEXT: (".toml", ".ini", ".cfg", ".txt", ".css", ".sh", ".bash", ".zsh", ".env", ".conf"),
+}
+KINDS = {suffix: kind for kind, suffixes in _SUFFIXES.items() for suffix in suffixes}
+SKIPPED_DIRS = frozenset(
     {
-        ".sql", ".html", ".htm", ".jinja", ".jinja2", ".j2", ".js", ".mjs", ".ts", ".css",
-        ".yaml", ".yml", ".toml", ".json", ".txt", ".md", ".ini", ".cfg",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".git",
+        ".hg",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        ".tox",
+        ".nox",
+        ".eggs",
+        "site-packages",
     }
-)  # fmt: skip
-SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", ".venv", "venv", ".git", ".mypy_cache"})
+)
+# Build output at the root of the repository holds copies of the sources.
+SKIPPED_AT_ROOT = frozenset({"build", "dist"})
+MAX_BYTES = 1_000_000
+_SHEBANG = re.compile(rb"#![^\n]*\b(?:sh|bash|zsh|python3?|node)\b")
 
 
-def iter_sources(paths: Sequence[Path], exclude: set[Path]) -> Iterator[Path]:
-    """Python and text files under `paths`, in a stable order, without `exclude`."""
+def kind_of(path: Path) -> str | None:
+    """The kind of text a file holds; an executable script without a suffix by its shebang."""
+    kind = KINDS.get(path.suffix.lower())
+    if kind is not None or path.suffix:
+        return kind
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(80)
+    except OSError:
+        return None
+    if not _SHEBANG.match(head):
+        return None
+    return PYTHON if b"python" in head.split(b"\n", 1)[0] else TEXT
+
+
+def iter_sources(
+    root: Path, paths: Sequence[Path], excluded: re.Pattern[str] | None, skip: set[str]
+) -> Iterator[tuple[Path, str, str]]:
+    """(path, name relative to root, kind) of every file the gate reads, in a stable order.
+
+    Excluded directories are never entered, so a large excluded tree costs nothing; `skip`
+    names files (relative to root) never to read, such as the fixture itself.
+    """
+    seen: set[str] = set()
     for path in paths:
-        candidates = [path] if path.is_file() else sorted(path.rglob("*"))
-        for candidate in candidates:
-            if not candidate.is_file() or candidate.resolve() in exclude:
+        for candidate, name in _walk(root, path, excluded):
+            if name in skip or name in seen:
                 continue
-            if any(part in SKIPPED_DIRS for part in candidate.parts):
+            seen.add(name)
+            kind = kind_of(candidate)
+            if kind is None:
                 continue
-            if candidate.suffix in PYTHON_SUFFIXES | TEXT_SUFFIXES:
-                yield candidate
+            try:
+                if candidate.stat().st_size > MAX_BYTES:
+                    continue
+            except OSError:
+                continue
+            yield candidate, name, kind
+
+
+def _walk(root: Path, start: Path, excluded: re.Pattern[str] | None) -> Iterator[tuple[Path, str]]:
+    top = display(start, root)
+    if start.is_file():
+        if not _is_excluded(top, excluded):
+            yield start, top
+        return
+    prefix = "" if top in ("", ".") else top + "/"
+    for folder, dirs, files in os.walk(start):
+        relative = os.path.relpath(folder, start).replace(os.sep, "/")
+        here = prefix if relative == "." else prefix + relative + "/"
+        dirs[:] = [
+            name
+            for name in sorted(dirs)
+            if name not in SKIPPED_DIRS
+            and not (here == "" and name in SKIPPED_AT_ROOT)
+            and not name.endswith(".egg-info")
+            and not _is_excluded(here + name, excluded)
+        ]
+        for name in sorted(files):
+            if not _is_excluded(here + name, excluded):
+                yield Path(folder) / name, here + name
+
+
+def _is_excluded(name: str, excluded: re.Pattern[str] | None) -> bool:
+    return excluded is not None and excluded.fullmatch(name) is not None
 
 
 def display(path: Path, root: Path) -> str:

@@ -1,26 +1,18 @@
-"""STATES in the sources must be the fixture's states: a literal list of them, or derived."""
+"""STATES in the sources must be the fixture's states: a literal list of them, or derived.
+
+A STATES definition is a module-level `STATES` in Python, `const STATES = [...]` (or
+`Object.freeze([...])`) in JavaScript, or a TypeScript union type or enum named for a status.
+"""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
 
-from reportexport.gate.vocabulary import Hit
+from reportexport.gate.lexicon import Hit
 
 STATES_DRIFT = "states-drift"
 STATES_MISSING = "states-missing"
-
-
-def states_assignments(tree: ast.Module) -> Iterator[tuple[int, ast.expr]]:
-    """Module-level assignments to STATES, including augmented ones."""
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == "STATES" for t in node.targets):
-                yield node.lineno, node.value
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            target = node.target
-            if isinstance(target, ast.Name) and target.id == "STATES" and node.value is not None:
-                yield node.lineno, node.value
 
 
 def check_states(value: ast.expr, line: int, states: tuple[str, ...]) -> Iterator[Hit]:
@@ -54,3 +46,21 @@ def _literal_items(value: ast.expr) -> list[str] | None:
         e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
     ]
     return items if len(items) == len(value.elts) else None
+
+
+def check_words(
+    words: list[str],
+    line: int,
+    states: tuple[str, ...],
+    name: str = "STATES",
+    *,
+    missing: bool = True,
+) -> Iterator[Hit]:
+    """A STATES definition listed in another language: every state (unless it is derived and
+    only `words` were added), and nothing else."""
+    for word in dict.fromkeys(words):
+        if word not in states:
+            yield Hit(line, STATES_DRIFT, f"{name} names {word!r}, not a state in the fixture")
+    lacking = [state for state in states if state not in words] if missing else []
+    if lacking:
+        yield Hit(line, STATES_DRIFT, f"{name} lacks fixture state(s) {', '.join(sorted(lacking))}")

@@ -331,19 +331,19 @@ class PostgresDriver:
 
 
 def _translated(exc: psycopg.Error) -> Exception:
-    state = exc.sqlstate or ""
-    if state == "23514":  # check_violation: the status guard raises the graph's codes so
+    sqlstate = exc.sqlstate or ""
+    if sqlstate == "23514":  # check_violation: the status guard raises the graph's codes so
         graph_error = transition_error_in(str(exc))
         if graph_error is not None:
             return graph_error
-    if state == "23505":
+    if sqlstate == "23505":
         diag = exc.diag
         return UniqueViolationError(
             str(exc).strip(), constraint=diag.constraint_name, table=diag.table_name
         )
     # Connection lost or refused, a server shutting down, a lock or statement timeout, a
     # serialisation failure or deadlock: OperationalError or SQLSTATE classes 08, 57, 40, 55P03.
-    if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57", "40", "55P03")):
+    if isinstance(exc, psycopg.OperationalError) or sqlstate.startswith(("08", "57", "40", "55P03")):
         return TransientStoreError(f"the job store did not answer: {str(exc).strip()}")
     return exc
 

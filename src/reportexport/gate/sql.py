@@ -1,0 +1,349 @@
+"""SQL read statement by statement: status changes, inserted jobs, CASE, enums and IN lists.
+
+Runs over .sql files, SQL held in Python strings and SQL quoted in other text (Markdown,
+shell scripts). A regular-expression reading, not a parser: it understands the forms a
+status takes in SQL, and a statement it cannot read yields nothing.
+
+- `UPDATE <table> SET status = <to>[, change_actor = <actor>] ... WHERE ... status = <from>`
+  (or `status IN (<froms>)`): every (from, to) a declared edge, the actor its own
+  (`undeclared-edge`, `wrong-actor`); a side held in a parameter is left out;
+- `INSERT INTO jobs (..., status) VALUES (..., <literal>)` or `SELECT ..., <literal>`: only
+  the initial state (`not-initial`);
+- `CASE ... END` whose results are given to a status (`SET status = CASE`, `status := CASE`,
+  `CASE ... END AS status`) or whose `WHEN`s compare one (`CASE status WHEN`): states only;
+  results given to an actor: actors only;
+- `CREATE TYPE ... AS ENUM (...)`, `ALTER TYPE ... ADD VALUE`, and an `IN (...)` list that
+  mixes states with other status words (`states-invented`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from reportexport.gate.lexicon import (
+    NOT_INITIAL,
+    STATES_INVENTED,
+    WRONG_ACTOR,
+    Hit,
+    Lexicon,
+    LineOf,
+    invented_hits,
+    lines_of,
+    status_hit,
+)
+
+_FLAGS = re.I | re.S
+_COMMENT_OR_QUOTE = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/", re.S)
+_SPLIT = re.compile(r"'(?:[^']|'')*'|\$(\w*)\$.*?\$\1\$|;", re.S)
+_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+_UPDATE = re.compile(
+    r"\bUPDATE\s+(?:ONLY\s+)?[\w.\"]+(?:\s+(?:AS\s+)?(?!SET\b)\w+)?\s+SET\b", _FLAGS
+)
+_CLAUSE_END = re.compile(r"\b(?:WHERE|RETURNING|FROM)\b|[()]", re.I)
+_SET_STATUS = re.compile(r"(?<![\w.])(?:\w+\.)?\"?status\"?\s*=\s*", re.I)
+_SET_ACTOR = re.compile(r"(?<![\w.])(?:\w+\.)?(?:change_)?actor\s*=\s*'([^']*)'", re.I)
+_WHERE_EQ = re.compile(r"(?<![\w.])(?:\w+\.)?status\s*=\s*'([^']*)'", re.I)
+_WHERE_IN = re.compile(r"(?<![\w.])(?:\w+\.)?status\s+(NOT\s+)?IN\s*\(([^)]*)\)", re.I)
+_INSERT = re.compile(
+    r"\bINSERT\s+INTO\s+([\w.\"]+)\s*\(([^)]*)\)\s*(?:(VALUES)\b|(?:WITH\b.*?)?(SELECT)\b)",
+    _FLAGS,
+)
+_JOBS_TABLE = re.compile(r"(?:\w+\.)?\"?(?:jobs?|\w+_jobs)\"?", re.I)
+_CASE_OR_END = re.compile(r"\b(CASE|END)\b", re.I)
+_WHEN_LITERAL = re.compile(r"\bWHEN\s+'([^']*)'", re.I)
+_RESULT_LITERAL = re.compile(r"\b(?:THEN|ELSE)\s+'([^']*)'", re.I)
+_TARGET_BEFORE = re.compile(
+    r"(?<![\w.])(?:\w+\.)?\"?((?:\w+_)?(?:status|actor))\"?\s*(?::=|=)\s*\(?\s*$", re.I
+)
+_TARGET_AFTER = re.compile(r"\s*\)?\s*(?:AS\s+)?\"?((?:\w+_)?(?:status|actor))\b", re.I)
+_SUBJECT = re.compile(r"\s*(?:\w+\.)?(?:\w+_)?status\s+WHEN\b", re.I)
+_ENUM = re.compile(r"\bCREATE\s+TYPE\s+([\w.\"]+)\s+AS\s+ENUM\s*\(([^)]*)\)", _FLAGS)
+_ADD_VALUE = re.compile(
+    r"\bALTER\s+TYPE\s+([\w.\"]+)\s+ADD\s+VALUE\s+(?:IF\s+NOT\s+EXISTS\s+)?'([^']*)'", _FLAGS
+)
+_IN_LIST = re.compile(
+    r"(?<![\w.])((?:\w+\.)?\w+)\s+(?:NOT\s+)?IN\s*\(\s*('(?:[^']|'')*'(?:\s*,\s*'(?:[^']|'')*')*)\s*\)",
+    re.I,
+)
+_STATUS_OPERAND = re.compile(r"(?:\w+\.)?(?:\w+_)?status", re.I)
+_SQLISH = re.compile(r"\b(?:UPDATE|INSERT|CASE|ENUM|ALTER\s+TYPE|IN\s*\()", re.I)
+
+
+def looks_like_sql(text: str) -> bool:
+    return _SQLISH.search(text) is not None
+
+
+@dataclass(frozen=True)
+class _Statement:
+    start: int
+    text: str
+
+
+class SqlRules:
+    def __init__(self, lexicon: Lexicon) -> None:
+        self.lexicon = lexicon
+
+    def check(self, text: str, line_of: LineOf | None = None) -> list[Hit]:
+        """The hits of every statement in `text` (offsets to lines by `line_of`)."""
+        if not looks_like_sql(text):
+            return []
+        blanked = _blank_comments(text)
+        line_of = line_of or lines_of(text)
+        hits: list[Hit] = []
+        for statement in _statements(blanked):
+            for offset, hit in self._statement(statement.text):
+                hits.append(Hit(line_of(statement.start + offset), hit.code, hit.message))
+        return hits
+
+    def _statement(self, text: str) -> Iterator[tuple[int, Hit]]:
+        yield from self._update(text)
+        yield from self._insert(text)
+        yield from self._cases(text)
+        yield from self._enums(text)
+        yield from self._in_lists(text)
+
+    # -- UPDATE ... SET status ----------------------------------------------------------------
+
+    def _update(self, text: str) -> Iterator[tuple[int, Hit]]:
+        update = _UPDATE.search(text)
+        if update is None:
+            return
+        set_start = update.end()
+        set_end = _clause_end(text, set_start)
+        clause = text[set_start:set_end]
+        target = _SET_STATUS.search(clause)
+        if target is None:
+            return
+        value_at = target.end()
+        tos: list[str] | None
+        if clause.startswith("'", value_at):
+            literal = _QUOTED.match(clause, value_at)
+            tos = [literal.group(1)] if literal else None
+        elif clause[value_at : value_at + 4].upper() == "CASE":
+            end = _matching_end(clause, value_at)
+            tos = _RESULT_LITERAL.findall(clause[value_at:end]) or None
+        else:
+            tos = None
+        actor_match = _SET_ACTOR.search(clause)
+        actor = actor_match.group(1) if actor_match else None
+        guard = text[: update.start()] + " " + text[set_end:]
+        froms: list[str] = _WHERE_EQ.findall(guard)
+        for negated, listed in _WHERE_IN.findall(guard):
+            if not negated:
+                froms += _QUOTED.findall(listed)
+        at = set_start + target.start()
+        for code, message in self.lexicon.move_problems(froms or None, tos, actor):
+            yield at, Hit(0, code, message)
+
+    # -- INSERT INTO jobs ------------------------------------------------------------------------
+
+    def _insert(self, text: str) -> Iterator[tuple[int, Hit]]:
+        for insert in _INSERT.finditer(text):
+            if not _JOBS_TABLE.fullmatch(insert.group(1)):
+                continue
+            columns = [c.strip().strip('"').lower() for c in insert.group(2).split(",")]
+            if "status" not in columns:
+                continue
+            index = columns.index("status")
+            rows: list[list[tuple[int, str]]] = []
+            if insert.group(3):
+                rows = _values_rows(text, insert.end())
+            else:
+                start = insert.end()
+                end = _clause_end(text, start, words=("FROM",))
+                rows = [_split_items(text, start, end)]
+            for row in rows:
+                if index < len(row):
+                    at, item = row[index]
+                    literal = _QUOTED.fullmatch(item)
+                    if literal is None:
+                        continue
+                    word = literal.group(1)
+                    if word not in self.lexicon.states:
+                        yield at, status_hit(0, word, "inserted as a job's status")
+                    elif word != self.lexicon.initial:
+                        yield (
+                            at,
+                            Hit(
+                                0,
+                                NOT_INITIAL,
+                                f"a job is created in {self.lexicon.initial!r}, not {word!r}",
+                            ),
+                        )
+
+    # -- CASE ... END --------------------------------------------------------------------------
+
+    def _cases(self, text: str) -> Iterator[tuple[int, Hit]]:
+        for case in _CASE_OR_END.finditer(text):
+            if case.group(1).upper() != "CASE":
+                continue
+            start = case.start()
+            end = _matching_end(text, start)
+            body = text[start + 4 : end]
+            if _SUBJECT.match(body):
+                for when in _WHEN_LITERAL.finditer(body):
+                    if when.group(1) not in self.lexicon.states:
+                        at = start + 4 + when.start(1)
+                        yield at, status_hit(0, when.group(1), "compared with a status by CASE")
+            found = _TARGET_BEFORE.search(text, max(0, start - 80), start)
+            if found is None and end + 3 <= len(text):
+                found = _TARGET_AFTER.match(text, end + 3)
+            if found is None:
+                continue
+            name = found.group(1).lower()
+            for result in _RESULT_LITERAL.finditer(body):
+                word = result.group(1)
+                at = start + 4 + result.start(1)
+                if name.endswith("status") and word not in self.lexicon.states:
+                    yield at, status_hit(0, word, f"given to {name} by CASE")
+                elif name.endswith("actor") and word not in self.lexicon.actors:
+                    yield at, Hit(0, WRONG_ACTOR, f"{word!r} is not an actor of the fixture")
+
+    # -- enums and IN lists ----------------------------------------------------------------------
+
+    def _enums(self, text: str) -> Iterator[tuple[int, Hit]]:
+        for enum in _ENUM.finditer(text):
+            words = _QUOTED.findall(enum.group(2))
+            bad = self.lexicon.invented(words, strict=True)
+            for hit in invented_hits(0, bad, f"the enum type {enum.group(1)}"):
+                yield enum.start(), hit
+        for added in _ADD_VALUE.finditer(text):
+            if re.search(r"status|state", added.group(1), re.I) and (
+                added.group(2) not in self.lexicon.states
+            ):
+                message = f"the enum type {added.group(1)} gains {added.group(2)!r}"
+                yield added.start(), Hit(0, STATES_INVENTED, message + ", not a state")
+
+    def _in_lists(self, text: str) -> Iterator[tuple[int, Hit]]:
+        for listed in _IN_LIST.finditer(text):
+            if _STATUS_OPERAND.fullmatch(listed.group(1)):
+                continue  # a status compared with a list: the vocabulary rules read it
+            words = _QUOTED.findall(listed.group(2))
+            bad = self.lexicon.invented(words, strict=False)
+            for hit in invented_hits(0, bad, "a list of states in SQL"):
+                yield listed.start(2), hit
+
+
+def _blank_comments(text: str) -> str:
+    """Comments replaced by spaces (newlines kept), so offsets stay those of the text."""
+
+    def blank(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token.startswith("'"):
+            return token
+        return "".join("\n" if char == "\n" else " " for char in token)
+
+    return _COMMENT_OR_QUOTE.sub(blank, text)
+
+
+def _statements(text: str) -> Iterator[_Statement]:
+    start = 0
+    for token in _SPLIT.finditer(text):
+        if token.group(0) == ";":
+            yield _Statement(start, text[start : token.start()])
+            start = token.end()
+    if text[start:].strip():
+        yield _Statement(start, text[start:])
+
+
+def _clause_end(
+    text: str, start: int, words: tuple[str, ...] = ("WHERE", "RETURNING", "FROM")
+) -> int:
+    """Where the clause that starts at `start` ends: the next keyword at parenthesis depth 0."""
+    depth = 0
+    position = start
+    while True:
+        match = _CLAUSE_END.search(text, position)
+        if match is None:
+            return len(text)
+        token = match.group(0)
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            if depth == 0:
+                return match.start()
+            depth -= 1
+        elif depth == 0 and token.upper() in words and not _quoted_at(text, start, match.start()):
+            return match.start()
+        position = match.end()
+
+
+def _quoted_at(text: str, start: int, offset: int) -> bool:
+    return text.count("'", start, offset) % 2 == 1
+
+
+def _matching_end(text: str, start: int) -> int:
+    """The offset of the END that closes the CASE at `start` (or the text's end)."""
+    depth = 0
+    for match in _CASE_OR_END.finditer(text, start):
+        if match.group(1).upper() == "CASE":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return match.start()
+    return len(text)
+
+
+def _split_items(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """Top-level comma-separated items of text[start:end], with their offsets."""
+    items = []
+    depth = 0
+    quoted = False
+    item_start = start
+    for index in range(start, end):
+        char = text[index]
+        if char == "'":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(_item(text, item_start, index))
+            item_start = index + 1
+    items.append(_item(text, item_start, end))
+    return items
+
+
+def _item(text: str, start: int, end: int) -> tuple[int, str]:
+    raw = text[start:end]
+    stripped = raw.strip()
+    return start + (len(raw) - len(raw.lstrip())), stripped
+
+
+def _values_rows(text: str, start: int) -> list[list[tuple[int, str]]]:
+    """The rows of a VALUES list: each parenthesised group, split into its items."""
+    rows: list[list[tuple[int, str]]] = []
+    position = start
+    while True:
+        match = re.compile(r"\s*\(").match(text, position)
+        if match is None:
+            return rows
+        open_at = match.end() - 1
+        depth = 0
+        quoted = False
+        for index in range(open_at, len(text)):
+            char = text[index]
+            if char == "'":
+                quoted = not quoted
+            elif quoted:
+                continue
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth == 0:
+                    rows.append(_split_items(text, open_at + 1, index))
+                    position = index + 1
+                    break
+        else:
+            return rows
+        comma = re.compile(r"\s*,").match(text, position)
+        if comma is None:
+            return rows
+        position = comma.end()

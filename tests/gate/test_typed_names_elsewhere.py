@@ -1,0 +1,98 @@
+"""Another Python repository holds the fixture's words with typed names, as ours does.
+
+`reportexport generate --typed-names PATH` writes the module; `typed-names` in the gate's
+configuration keeps it equal to the fixture; `mypy --strict` refuses a word that is not a state
+wherever a `Status` is expected.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_PATH, REPO_ROOT
+from tests.gate.test_gate_command import run_gate
+
+LIFECYCLE = "src/shop/lifecycle.py"
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    """A repository with the fixture, a package of its own, and the gate configured."""
+    root = tmp_path / "shop"
+    (root / "contracts").mkdir(parents=True)
+    shutil.copy(FIXTURE_PATH, root / "contracts" / "job-status-graph.json")
+    (root / "src" / "shop").mkdir(parents=True)
+    (root / "src" / "shop" / "__init__.py").write_text("")
+    (root / "src" / "shop" / "jobs.py").write_text(
+        'from shop.lifecycle import STATES, Status\n\nFIRST: Status = "queued"\nALL = STATES\n'
+    )
+    (root / "pyproject.toml").write_text(f'[tool.reportexport.gate]\ntyped-names = "{LIFECYCLE}"\n')
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    env.pop("REPORTEXPORT_GRAPH", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "reportexport", "generate", "--typed-names", LIFECYCLE],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == f"wrote {LIFECYCLE}\n"
+    return root
+
+
+def mypy(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--config-file",
+            os.devnull,
+            "--cache-dir",
+            str(root / ".mypy_cache"),
+            "-p",
+            "shop",
+        ],
+        cwd=root,
+        env={**os.environ, "MYPYPATH": str(root / "src")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_generated_typed_names_pass_the_gate_and_the_type_checker(shop: Path) -> None:
+    done = run_gate(shop)
+    assert done.returncode == 0, done.stdout + done.stderr
+    checked = mypy(shop)
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_mypy_refuses_a_word_that_is_not_a_state(shop: Path) -> None:
+    jobs = shop / "src" / "shop" / "jobs.py"
+    jobs.write_text(jobs.read_text() + 'LATER: Status = "stalled"\n')
+    checked = mypy(shop)
+    assert checked.returncode == 1
+    assert 'jobs.py:5: error: Incompatible types in assignment (expression has type "Literal' in (
+        checked.stdout
+    )
+
+
+def test_the_gate_keeps_the_typed_names_equal_to_the_fixture(shop: Path) -> None:
+    lifecycle = shop / LIFECYCLE
+    lifecycle.write_text(lifecycle.read_text().replace('    "canceled",\n', "", 1))
+    done = run_gate(shop)
+    assert done.returncode == 1
+    assert f"{LIFECYCLE}:" in done.stdout
+    assert "generated-drift: differs from what the fixture generates" in done.stdout
+    lifecycle.unlink()
+    done = run_gate(shop)
+    assert f"{LIFECYCLE}:1: generated-drift: the typed names the configuration names" in done.stdout
