@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from reportexport.graph import Graph
-from reportexport.job_status import check_transition
+from reportexport.job_status import CANCELS, check_transition
 from reportexport.records import (
     HistoryEntry,
     Job,
@@ -26,6 +26,7 @@ from reportexport.store.errors import (
 )
 
 CANCEL_ATTEMPTS = 5
+CANCELED = CANCELS[0].to_status
 
 
 class JobStore:
@@ -119,7 +120,7 @@ class JobStore:
                 job = self._job(session, job_id)
                 if owner is not None and job.owner != owner:
                     raise JobNotFoundError(job_id)
-                check_transition(job.status, "canceled", "user", graph=self.graph)
+                check_transition(job.status, CANCELED, CANCELS[0].actor, graph=self.graph)
                 params = {"id": job_id, "expected": job.status, "person": person, "reason": reason}
                 if session.row("cancel_job", params) is not None:
                     return self._job(session, job_id)

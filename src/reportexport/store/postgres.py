@@ -343,7 +343,8 @@ def _translated(exc: psycopg.Error) -> Exception:
         )
     # Connection lost or refused, a server shutting down, a lock or statement timeout, a
     # serialisation failure or deadlock: OperationalError or SQLSTATE classes 08, 57, 40, 55P03.
-    if isinstance(exc, psycopg.OperationalError) or sqlstate.startswith(("08", "57", "40", "55P03")):
+    transient = sqlstate.startswith(("08", "57", "40", "55P03"))
+    if isinstance(exc, psycopg.OperationalError) or transient:
         return TransientStoreError(f"the job store did not answer: {str(exc).strip()}")
     return exc
 

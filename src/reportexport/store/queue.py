@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reportexport.graph import Graph
-from reportexport.job_status import check_transition
+from reportexport.job_status import CLAIM, check_transition
 from reportexport.records import Claim, ClaimedJob, JobId, Lease, Outcome
 from reportexport.store.driver import Driver, Row, Session
 from reportexport.store.errors import StaleStatusError
@@ -26,10 +26,11 @@ class JobQueue:
         self.driver = driver
         self.codec = driver.codec
         self.graph = graph
+        # The states a worker may end a claimed job in, by this graph's edges.
         self._finishable = {
             edge.to_status
             for edge in graph.transitions
-            if edge.from_status == "running" and edge.actor == "worker"
+            if (edge.from_status, edge.actor) == (CLAIM.to_status, CLAIM.actor)
         }
 
     def claim_jobs(
@@ -133,7 +134,7 @@ class JobQueue:
         """`finish_jobs` and then `claim_jobs` in one transaction: one commit per job."""
         for outcome in outcomes:
             if outcome.to_status not in self._finishable:
-                check_transition("running", outcome.to_status, "worker", graph=self.graph)
+                check_transition(CLAIM.to_status, outcome.to_status, CLAIM.actor, graph=self.graph)
         params = [self._outcome_params(o) for o in outcomes]
         with self.driver.write() as session:
             finished = session.each("finish_job", params)
