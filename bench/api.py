@@ -35,9 +35,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
+from fastapi import Body, FastAPI, Header, HTTPException
 from ratios import Ratio, ratio
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -50,8 +51,6 @@ LIST, VIEW, CREATE = "list", "view", "create"
 
 
 def floor_app(database_url: str) -> Any:
-    from fastapi import FastAPI, Header, HTTPException, Request
-
     store = FloorStore(database_url)
     app = FastAPI()
 
@@ -78,10 +77,10 @@ def floor_app(database_url: str) -> Any:
         return job
 
     @app.post("/api/exports", status_code=201)
-    async def create_export(request: Request, authorization: str | None = Header(None)) -> Any:
-        body = await request.json()
-        owner = await asyncio.to_thread(person, authorization)
-        return await asyncio.to_thread(store.create, owner, body["parameters"])
+    def create_export(
+        body: Annotated[dict[str, Any], Body()], authorization: str | None = Header(None)
+    ) -> Any:
+        return store.create(person(authorization), body["parameters"])
 
     return app
 
