@@ -29,9 +29,9 @@ def _writing(root: Path) -> Iterator[None]:
     """An OSError while writing is the store's trouble (full, read-only, missing), not the job's."""
     try:
         yield
-    except (FileExistsError, ObjectExistsError):
+    except ObjectExistsError:
         raise
-    except OSError as exc:
+    except OSError as exc:  # FileExistsError too: a file or dangling link where a folder goes
         reason = exc.strerror or type(exc).__name__
         raise ObjectStoreUnavailableError(
             f"the object store at {root} refused a write ({reason}): check that the folder "
@@ -48,7 +48,10 @@ class LocalTempObject:
         self._file: BinaryIO | None = None
         with _writing(root):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "xb")  # noqa: SIM115 - held until publish
+            try:
+                self._file = open(self.path, "xb")  # noqa: SIM115 - held until publish
+            except FileExistsError:
+                raise ObjectExistsError(f"a temp object already exists at {key}") from None
 
     def write(self, data: bytes) -> None:
         if self._file is None:
