@@ -136,3 +136,23 @@ def test_a_local_store_whose_folder_is_gone_is_unavailable_not_a_job_error(
         root.symlink_to(tmp_path / "nowhere")
     with pytest.raises(ObjectStoreUnavailableError):
         store.create_temp(1, 1, final_key(1, "a.csv"))
+
+
+def test_a_local_store_that_is_not_there_cannot_say_an_object_is_missing(tmp_path: Path) -> None:
+    """Asked about an object while its folder is gone, the store says it is unavailable, so
+    the write_csv_object check retries instead of raising a false alarm on a good export."""
+    root = tmp_path / "objects"
+    store = open_object_store(f"file://{root}", link_secret=b"x")
+    temp = store.create_temp(1, 1, final_key(1, "a.csv"))
+    temp.write(b"a\n1\n")
+    temp.publish()
+    aside = root.rename(tmp_path / "aside")
+    root.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ObjectStoreUnavailableError):
+        store.stat(final_key(1, "a.csv"))
+    root.unlink()
+    aside.rename(root)
+    info = store.stat(final_key(1, "a.csv"))
+    assert info is not None
+    assert info.size == 4
+    assert store.stat(final_key(2, "b.csv")) is None

@@ -102,6 +102,10 @@ class LocalObjectStore:
         try:
             st = path.stat()
         except FileNotFoundError:
+            if not self.root.is_dir():  # the store is away, not the object: say so
+                raise ObjectStoreUnavailableError(
+                    f"the object store at {self.root} is not a folder now: is its volume mounted?"
+                ) from None
             return None
         return ObjectInfo(
             key=key, size=st.st_size, modified=datetime.fromtimestamp(st.st_mtime, UTC)
