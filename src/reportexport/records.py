@@ -241,6 +241,8 @@ class MetricsSnapshot:
     export_seconds: float
     effect_attempts: dict[str, int]
     effects_given_up: dict[str, int]
+    # How long the oldest queued job has waited; 0 when nothing is queued.
+    oldest_queued_seconds: float = 0.0
 
 
 ProcessKind = Literal["worker", "effects", "serve"]

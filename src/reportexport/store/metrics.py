@@ -10,6 +10,7 @@ class MetricsQueries(UsersQueries):
     def metrics_snapshot(self) -> MetricsSnapshot:
         (totals,) = self._fetch("export_totals", {})
         effects = self._fetch("side_effect_totals", {})
+        (oldest,) = self._fetch("oldest_queued", {})
         return MetricsSnapshot(
             jobs_by_status={r["status"]: int(r["n"]) for r in self._fetch("jobs_by_status", {})},
             transitions={
@@ -22,4 +23,5 @@ class MetricsQueries(UsersQueries):
             export_seconds=float(totals["seconds_total"]),
             effect_attempts={r["effect"]: int(r["attempts"]) for r in effects},
             effects_given_up={r["effect"]: int(r["given_up"]) for r in effects},
+            oldest_queued_seconds=max(0.0, float(oldest["seconds"] or 0.0)),
         )

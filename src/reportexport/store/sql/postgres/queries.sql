@@ -269,6 +269,11 @@ SELECT count(*) AS n, coalesce(sum(object_rows), 0) AS rows_total,
 SELECT effect, coalesce(sum(attempts), 0) AS attempts, count(given_up_at) AS given_up
   FROM job_side_effects GROUP BY effect;
 
+-- oldest_queued --
+-- Seconds the oldest queued job has waited, NULL when none is queued (metrics: queue age).
+SELECT extract(epoch FROM clock_timestamp() - min(created_at)) AS seconds
+  FROM jobs WHERE status = 'queued';
+
 -- record_download --
 -- A person asked for a job's download link.
 INSERT INTO job_downloads (job_id, person) VALUES (%(job_id)s, %(person)s)
