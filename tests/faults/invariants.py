@@ -34,6 +34,8 @@ INVARIANTS = {
     "download": "a succeeded job's download link gives its object; other jobs get no link",
     "named_failures": "a job failed by the infrastructure says which part failed, never "
     "internal_error",
+    "heartbeats": "every process still running has a loop beating: a heartbeat younger than 15 s "
+    "once the run drained",
     "paced_failures": "an object store outage fails at most the pause limit of jobs per worker; "
     "the rest wait queued",
 }
@@ -94,6 +96,7 @@ class Facts:
     frozen: dict[str, set[int]] = field(default_factory=dict)
     drained: bool = True
     store_outages: int = 0  # object store faults in the run
+    silent: list[str] = field(default_factory=list)  # running processes with no fresh heartbeat
 
 
 def check_all(facts: Facts, graph: Graph) -> list[Violation]:
@@ -109,6 +112,7 @@ def check_all(facts: Facts, graph: Graph) -> list[Violation]:
         check_downloads,
         check_named_failures,
         check_paced_failures,
+        check_heartbeats,
     ):
         found.extend(check(facts, graph))
     return found
@@ -349,6 +353,11 @@ def check_paced_failures(facts: Facts, graph: Graph) -> Iterable[Violation]:
                 f"worker {worker}: {failed} jobs failed as "
                 f"storage_unavailable over {facts.store_outages} outages",
             )
+
+
+def check_heartbeats(facts: Facts, graph: Graph) -> Iterable[Violation]:
+    for process in facts.silent:
+        yield Violation("heartbeats", process)
 
 
 # -- reading objects back --------------------------------------------------------------------------

@@ -275,6 +275,7 @@ class Run:
         self.errors: list[str] = []
         self.odd: list[str] = []  # worth a look, not a violation: the run's logs are kept
         self._lock = threading.Lock()
+        self.started = time.monotonic()
 
     # -- set-up ------------------------------------------------------------------------------------
 
@@ -404,6 +405,7 @@ class Run:
                 )
                 if answer.status_code in (200, 201):
                     self.notes["jobs submitted"] += 1
+                    self.event(f"job {answer.json()['id']} created: {query} {parameters}")
                     return int(answer.json()["id"])
                 if answer.status_code < 500:
                     self.errors.append(f"submit {query}: {answer.status_code} {answer.text}")
@@ -422,6 +424,7 @@ class Run:
                 answer = client.post(f"/api/exports/{job_id}/cancel", headers=self.auth("user"))
                 if answer.status_code == 200:
                     self.notes["cancels accepted"] += 1
+                    self.event(f"job {job_id} canceled by its owner")
                     return
                 if answer.status_code < 500:  # 409: it ended first
                     self.notes["cancels refused (ended)"] += 1
@@ -457,23 +460,33 @@ class Run:
             time.sleep(0.2)
         return self.rng.choice(self.workers())
 
+    def event(self, text: str) -> None:
+        """A line of the run's timeline (faults.log in its folder)."""
+        with self._lock, open(self.directory / "faults.log", "a") as log:
+            log.write(f"{time.monotonic() - self.started:7.2f} s  {text}\n")
+
     def strike(self, name: str, delay: float) -> None:
         time.sleep(delay)
         rng = self.rng
+        self.event(f"{name} begins")
         try:
             getattr(self, "_" + name)(rng)
             self.notes[f"fault {name}"] += 1
         except Exception:
             self.errors.append(f"fault {name}: {traceback.format_exc()}")
+        self.event(f"{name} ends")
 
     def _restart_later(self, process: Process, rng: random.Random) -> None:
         assert process.popen is not None
         process.popen.wait()
         time.sleep(rng.uniform(0.5, 3.0))
         process.start()
+        self.event(f"{process.name} started again (pid {process.pid})")
 
     def _kill_worker(self, rng: random.Random) -> None:
         process = self.busy_worker()
+        jobs = [r["id"] for r in self.running_jobs() if r["lease_owner"] == self.worker_id(process)]
+        self.event(f"SIGKILL {process.name} (pid {process.pid}, running jobs {jobs})")
         process.held = True
         process.signal(signal.SIGKILL)
         self._restart_later(process, rng)
@@ -481,6 +494,7 @@ class Run:
     def _kill_effects(self, rng: random.Random) -> None:
         wait_for(lambda: bool(self._open_effects(tries=3)), 8, every=0.2)
         process = rng.choice([p for p in self.processes if p.kind == "effects"])
+        self.event(f"SIGKILL {process.name} (pid {process.pid})")
         process.held = True
         process.signal(signal.SIGKILL)
         self._restart_later(process, rng)
@@ -491,6 +505,7 @@ class Run:
         process.held = True
         process.signal(signal.SIGSTOP)
         jobs = {row["id"] for row in self.running_jobs() if row["lease_owner"] == worker}
+        self.event(f"SIGSTOP {process.name} ({worker}, running jobs {sorted(jobs)})")
         with self._lock:
             self.frozen.setdefault(worker, set()).update(jobs)
         # Past the lease, the reaper's grace and two reaps, so its jobs are surely reaped.
@@ -509,6 +524,7 @@ class Run:
             return
         job_id = rng.choice(rows)["id"]
         held = rng.uniform(3.0, 9.0)
+        self.event(f"row lock on job {job_id} for {held:.1f} s")
         try:
             with psycopg.connect(self.url, connect_timeout=3) as conn:
                 conn.execute(b"SET lock_timeout = '5s'")
@@ -600,9 +616,35 @@ class Run:
         )
         return unfinished[0]["n"] == 0 and not self._open_effects()
 
+    def silent_processes(self, wait: float = 20.0) -> list[str]:
+        """Running processes whose loops do not beat: each expected heartbeat row (a worker's
+        and an effects runner's, both for serve) must be younger than 15 s within `wait`."""
+        host = socket.gethostname()
+        kinds = {"serve": ("serve", "effects"), "worker": ("worker",), "effects": ("effects",)}
+
+        def missing() -> list[str]:
+            rows = sql(
+                self.url,
+                "SELECT process, extract(epoch FROM clock_timestamp() - seen_at)"
+                " AS age FROM heartbeats",
+            )
+            fresh = {r["process"] for r in rows if r["age"] < 15}
+            return [
+                f"{process.name} (pid {process.pid}): no fresh {kind} heartbeat"
+                for process in self.processes
+                if process.alive()
+                for kind in kinds[process.kind]
+                if f"{host}-{process.pid}-{kind}" not in fresh
+            ]
+
+        wait_for(lambda: not missing(), wait, every=0.5)
+        return missing()
+
     def stop_processes(self, kinds: Sequence[str]) -> None:
         for process in self.processes:
             if process.kind in kinds:
+                # One restarted a moment ago may not handle SIGTERM yet; that would prove nothing.
+                time.sleep(max(0.0, process.started_at + 3.0 - time.monotonic()))
                 age = time.monotonic() - process.started_at
                 code = process.stop()
                 if code not in (0, None):
@@ -649,7 +691,7 @@ class Run:
 
     # -- facts -------------------------------------------------------------------------------------
 
-    def facts(self, downloads: dict[int, str | int], drained: bool) -> Facts:
+    def facts(self, downloads: dict[int, str | int], drained: bool, silent: list[str]) -> Facts:
         jobs = {r["id"]: r for r in sql(self.url, "SELECT * FROM jobs ORDER BY id")}
         history: dict[int, list[dict[str, Any]]] = {}
         for row in sql(self.url, "SELECT * FROM job_history ORDER BY job_id, id"):
@@ -692,6 +734,7 @@ class Run:
             frozen=frozen,
             drained=drained,
             store_outages=sum(1 for name in self.plan.faults if BY_NAME[name].store is not None),
+            silent=silent,
         )
 
     # -- the whole run -----------------------------------------------------------------------------
@@ -710,6 +753,8 @@ class Run:
             for thread in threads:
                 thread.join()
             drained = wait_for(self.drained, DRAIN_SECONDS, every=0.5)
+            self.event("drained" if drained else f"not drained after {DRAIN_SECONDS:.0f} s")
+            silent = self.silent_processes()
         finally:
             supervisor.stop()
         for process in self.processes:
@@ -720,7 +765,7 @@ class Run:
         given = self.downloads(jobs)
         self.stop_processes(("serve",))
         self.receiver.down()
-        facts = self.facts(given, drained)
+        facts = self.facts(given, drained, silent)
         violations = check_all(facts, load_fixture())
         outcomes: Counter[str] = Counter(
             f"{job['status']}:{job['error_code']}" if job["error_code"] else job["status"]
