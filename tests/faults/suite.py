@@ -185,6 +185,8 @@ class Lane:
         self.template = "faults_template"
         # pg_ctl runs one at a time: a restart waits for a pause to end, and the reverse.
         self.cluster_lock = threading.Lock()
+        # Object store outages too: two in one run strike one after the other.
+        self.store_lock = threading.Lock()
 
     def start(self) -> bool:
         """False when no PostgreSQL cluster can be made here (no initdb/pg_ctl)."""
@@ -551,13 +553,14 @@ class Run:
     def _replace_objects_folder(self, rng: random.Random, make: Callable[[Path], None]) -> None:
         root = self.objects_root
         aside = root.with_name("objects.aside")
-        root.rename(aside)
-        make(root)
-        try:
-            time.sleep(rng.uniform(3.0, 8.0))
-        finally:
-            root.unlink()
-            aside.rename(root)
+        with self.lane.store_lock:
+            root.rename(aside)
+            make(root)
+            try:
+                time.sleep(rng.uniform(3.0, 8.0))
+            finally:
+                root.unlink()
+                aside.rename(root)
 
     def _local_store_file(self, rng: random.Random) -> None:
         self._replace_objects_folder(rng, lambda root: root.write_text("not a folder"))
@@ -566,19 +569,21 @@ class Run:
         self._replace_objects_folder(rng, lambda root: root.symlink_to(self.directory / "gone"))
 
     def _s3_paused(self, rng: random.Random) -> None:
-        self.lane.moto.pause()
-        try:
-            time.sleep(rng.uniform(3.0, 8.0))
-        finally:
-            self.lane.moto.resume()
+        with self.lane.store_lock:
+            self.lane.moto.pause()
+            try:
+                time.sleep(rng.uniform(3.0, 8.0))
+            finally:
+                self.lane.moto.resume()
 
     def _s3_503(self, rng: random.Random) -> None:
         assert self.lane.proxy is not None
-        self.lane.proxy.refuse()
-        try:
-            time.sleep(rng.uniform(3.0, 8.0))
-        finally:
-            self.lane.proxy.accept_again()
+        with self.lane.store_lock:
+            self.lane.proxy.refuse()
+            try:
+                time.sleep(rng.uniform(3.0, 8.0))
+            finally:
+                self.lane.proxy.accept_again()
 
     def _webhook_mode(self, mode: str, seconds: float) -> None:
         self.receiver.mode = mode
@@ -771,11 +776,12 @@ class Run:
             f"{job['status']}:{job['error_code']}" if job["error_code"] else job["status"]
             for job in facts.jobs.values()
         )
-        for worker, ids in facts.frozen.items():
-            self.notes["leases lost by frozen workers"] += sum(
-                1 for i in ids if facts.jobs[i]["error_code"] == "lease_expired"
-            )
-            del worker
+        self.notes["leases lost by frozen workers"] += sum(
+            1
+            for ids in facts.frozen.values()
+            for i in ids
+            if facts.jobs[i]["error_code"] == "lease_expired"
+        )
         self.notes["side effects given up"] += sum(
             1 for rows in facts.side_effects.values() for r in rows if r["given_up_at"]
         )
