@@ -28,13 +28,15 @@ def main(argv: list[str] | None = None) -> int:
         "--lanes", type=int, default=1, help="runs at once, each lane with its own PostgreSQL"
     )
     parser.add_argument("--rows", type=int, default=400_000, help="orders in the demo source")
-    parser.add_argument("--only", action="append", choices=FAULT_NAMES, help="runs of this fault")
+    parser.add_argument(
+        "--only", action="append", choices=FAULT_NAMES, help="every run starts with this fault"
+    )
     parser.add_argument("--directory", type=Path, help="keep runs here (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep every run's logs")
     parser.add_argument("--json", type=Path, help="also write the results here as JSON")
     args = parser.parse_args(argv)
-    plans = SHORT_PLANS if args.short else plan_runs(args.runs, args.seed)
-    if args.only:
+    plans = SHORT_PLANS if args.short else plan_runs(args.runs, args.seed, args.only or ())
+    if args.short and args.only:
         plans = [p for p in plans if set(p.faults) & set(args.only)]
     started = time.monotonic()
 

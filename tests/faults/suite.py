@@ -111,13 +111,14 @@ class Plan:
     faults: tuple[str, ...]
 
 
-def plan_runs(runs: int, seed: int) -> list[Plan]:
-    """`runs` runs: faults in turn (each about equally often), a second one now and then, the
-    object store the faults need or one drawn from the seed."""
+def plan_runs(runs: int, seed: int, only: Sequence[str] = ()) -> list[Plan]:
+    """`runs` runs: faults in turn (each about equally often; with `only`, those alone), a
+    second one now and then, the object store the faults need or one drawn from the seed."""
     plans = []
+    turns = [fault for fault in FAULTS if not only or fault.name in only]
     for index in range(runs):
         rng = random.Random(seed * 1_000_003 + index)
-        first = FAULTS[index % len(FAULTS)]
+        first = turns[index % len(turns)]
         store = first.store or rng.choice([LOCAL, S3])
         chosen = [first.name]
         if rng.random() < 0.35:
