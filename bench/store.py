@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import multiprocessing
 import os
+import queue
 import statistics
 import sys
 import tempfile
@@ -127,13 +128,16 @@ def verify_store(url: str, jobs: int) -> None:
 # -- workers -------------------------------------------------------------------------------
 
 
-def our_worker(url: str, batch: int, combined: bool, start: Any, results: Any) -> None:
+def our_worker(
+    url: str, batch: int, combined: bool, enforced: bool, start: Any, results: Any
+) -> None:
     """Claim `batch` jobs, finish them as succeeded, repeat until the queue is empty.
 
     `combined`: finish a batch and claim the next in one transaction (finish_and_claim), as a
-    busy worker does; otherwise claim and finish in transactions of their own.
+    busy worker does; otherwise claim and finish in transactions of their own. Without
+    `enforced` the guards were dropped on purpose, which the start-up check would refuse.
     """
-    database = open_database(url, GRAPH)
+    database = open_database(url, GRAPH, check=enforced)
     worker = f"bench-{os.getpid()}"
     done = 0
     start.wait()
@@ -335,7 +339,17 @@ def run_processes(target: Callable[..., None], args: tuple[Any, ...], processes:
         worker.start()
     time.sleep(1.0 + 0.5 * processes)  # let every process import and connect
     start.set()
-    spans = [results.get(timeout=900) for _ in workers]
+    spans = []
+    deadline = time.monotonic() + 900
+    while len(spans) < len(workers):
+        try:
+            spans.append(results.get(timeout=1))
+        except queue.Empty:
+            failed = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                for worker in workers:
+                    worker.kill()
+                raise SystemExit(f"a {target.__name__} process failed ({failed})") from None
     for worker in workers:
         worker.join(timeout=60)
         if worker.exitcode != 0:
@@ -380,7 +394,7 @@ def main() -> None:
             seconds = run_processes(app_writes_worker, (url, batch), processes)
             system = "lean raw-SQL client, no guards, writes history"
         else:
-            seconds = run_processes(our_worker, (url, batch, combined), processes)
+            seconds = run_processes(our_worker, (url, batch, combined, enforced), processes)
             system = "reportexport" if enforced else "reportexport, guard triggers dropped"
         verify_store(url, args.jobs)
         label = f"{batch}" if combined else f"{batch}, claim and finish apart"

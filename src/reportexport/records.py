@@ -261,6 +261,8 @@ class MetricsSnapshot:
     source_caps: tuple[SourceCap, ...] = ()
     owners_waiting: int = 0
     longest_owner_queue: int = 0
+    # How long the oldest queued job has waited; 0 when nothing is queued.
+    oldest_queued_seconds: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

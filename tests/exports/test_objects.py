@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from reportexport.links import LinkError, sign_download, verify_download
-from reportexport.objects import ObjectExistsError, ObjectStore, final_key, is_temp, job_of
+from reportexport.objects import (
+    ObjectExistsError,
+    ObjectStore,
+    ObjectStoreUnavailableError,
+    final_key,
+    is_temp,
+    job_of,
+    open_object_store,
+)
 
 
 def keys(store: ObjectStore) -> set[str]:
@@ -109,3 +119,40 @@ def test_local_download_links_are_signed_and_expire() -> None:
 def test_a_key_cannot_leave_the_local_store(local_objects: ObjectStore) -> None:
     with pytest.raises(ValueError, match="leaves the object store"):
         local_objects.stat("../../etc/passwd")
+
+
+@pytest.mark.parametrize("stand_in", ["file", "dangling symlink"])
+def test_a_local_store_whose_folder_is_gone_is_unavailable_not_a_job_error(
+    tmp_path: Path, stand_in: str
+) -> None:
+    """A folder replaced by a file or a dangling symlink (an unmounted volume) refuses writes as
+    the store's outage, so the worker paces claims instead of failing jobs as internal_error."""
+    root = tmp_path / "objects"
+    store = open_object_store(f"file://{root}", link_secret=b"x")
+    shutil.rmtree(root, ignore_errors=True)
+    if stand_in == "file":
+        root.write_text("not a folder")
+    else:
+        root.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ObjectStoreUnavailableError):
+        store.create_temp(1, 1, final_key(1, "a.csv"))
+
+
+def test_a_local_store_that_is_not_there_cannot_say_an_object_is_missing(tmp_path: Path) -> None:
+    """Asked about an object while its folder is gone, the store says it is unavailable, so
+    the write_csv_object check retries instead of raising a false alarm on a good export."""
+    root = tmp_path / "objects"
+    store = open_object_store(f"file://{root}", link_secret=b"x")
+    temp = store.create_temp(1, 1, final_key(1, "a.csv"))
+    temp.write(b"a\n1\n")
+    temp.publish()
+    aside = root.rename(tmp_path / "aside")
+    root.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ObjectStoreUnavailableError):
+        store.stat(final_key(1, "a.csv"))
+    root.unlink()
+    aside.rename(root)
+    info = store.stat(final_key(1, "a.csv"))
+    assert info is not None
+    assert info.size == 4
+    assert store.stat(final_key(2, "b.csv")) is None

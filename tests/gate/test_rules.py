@@ -198,7 +198,7 @@ def test_fixture_states_and_unrelated_names_pass(source: str) -> None:
         ('check_transition("succeeded", to_status, "worker")', UNDECLARED_EDGE),
         ('Move(from_status="failed", to_status="queued", actor="user")', UNDECLARED_EDGE),
         ('Move(from_status="queued", to_status="running", actor="robot")', WRONG_ACTOR),
-        ('store.create_job(new, status="running")', NOT_INITIAL),
+        ('store.jobs.create_job(new, status="running")', NOT_INITIAL),
         ('NewJob(owner="a", status="failed")', NOT_INITIAL),
     ],
 )
@@ -215,7 +215,7 @@ def test_a_move_the_fixture_does_not_declare_is_found(source: str, code: str) ->
         'check_transition("running", outcome.to_status, "worker")',
         'Move(from_status="queued", to_status="running", actor="worker")',
         "HistoryEntry(from_status=h.from_status, to_status=h.to_status, actor=h.actor)",
-        'store.create_job(new, status="queued")',
+        'store.jobs.create_job(new, status="queued")',
         'can_transition("succeeded", "running")  # asking is fine',
     ],
 )

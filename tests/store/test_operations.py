@@ -419,3 +419,14 @@ def test_downloads_are_recorded_with_person_and_time(db: Database) -> None:
     downloads = db.jobs.job_downloads(job.id)
     assert [person for person, _ in downloads] == ["alice", "olga"]
     assert downloads[0][1] <= downloads[1][1]
+
+
+def test_metrics_snapshot_says_how_long_the_oldest_queued_job_has_waited(db: Database) -> None:
+    assert db.metrics.metrics_snapshot().oldest_queued_seconds == 0.0
+    db.jobs.create_job(new_job())
+    time.sleep(0.2)
+    db.jobs.create_job(new_job())
+    waited = db.metrics.metrics_snapshot().oldest_queued_seconds
+    assert 0.1 < waited < 60
+    claim_one(db)  # the oldest leaves the queue: the younger one is now the oldest
+    assert db.metrics.metrics_snapshot().oldest_queued_seconds < waited

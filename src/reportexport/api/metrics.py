@@ -65,6 +65,11 @@ class StoreCollector(Collector):
             given_up.add_metric([name], snapshot.effects_given_up.get(name, 0))
         yield attempts
         yield given_up
+        yield GaugeMetricFamily(
+            "reportexport_oldest_queued_job_age_seconds",
+            "Seconds the oldest queued job has waited for a worker (0 when none is queued)",
+            value=snapshot.oldest_queued_seconds,
+        )
         yield from self._sharing(snapshot)
         yield from self._processes()
 

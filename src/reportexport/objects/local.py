@@ -30,9 +30,9 @@ def _writing(root: Path) -> Iterator[None]:
     """An OSError while writing is the store's trouble (full, read-only, missing), not the job's."""
     try:
         yield
-    except (FileExistsError, ObjectExistsError):
+    except ObjectExistsError:
         raise
-    except OSError as exc:
+    except OSError as exc:  # FileExistsError too: a file or dangling link where a folder goes
         reason = exc.strerror or type(exc).__name__
         raise ObjectStoreUnavailableError(
             f"the object store at {root} refused a write ({reason}): check that the folder "
@@ -49,7 +49,10 @@ class LocalTempObject:
         self._file: BinaryIO | None = None
         with _writing(root):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "xb")  # noqa: SIM115 - held until publish
+            try:
+                self._file = open(self.path, "xb")  # noqa: SIM115 - held until publish
+            except FileExistsError:
+                raise ObjectExistsError(f"a temp object already exists at {key}") from None
 
     def write(self, data: bytes) -> None:
         if self._file is None:
@@ -100,6 +103,10 @@ class LocalObjectStore:
         try:
             st = path.stat()
         except FileNotFoundError:
+            if not self.root.is_dir():  # the store is away, not the object: say so
+                raise ObjectStoreUnavailableError(
+                    f"the object store at {self.root} is not a folder now: is its volume mounted?"
+                ) from None
             return None
         return ObjectInfo(
             key=key, size=st.st_size, modified=datetime.fromtimestamp(st.st_mtime, UTC)

@@ -22,6 +22,7 @@ class Metrics:
             by_status = session.rows("jobs_by_status")
             edges = session.rows("transitions_by_edge")
             waiting = session.row("waiting_owners")
+            oldest = session.row("oldest_queued")
             caps = self.caps.read(session)
         return MetricsSnapshot(
             jobs_by_status={r["status"]: int(r["n"]) for r in by_status},
@@ -37,6 +38,7 @@ class Metrics:
             source_caps=tuple(caps),
             owners_waiting=int(_value(waiting, "owners") or 0),
             longest_owner_queue=int(_value(waiting, "longest") or 0),
+            oldest_queued_seconds=max(0.0, float(_value(oldest, "seconds") or 0.0)),
         )
 
 

@@ -333,6 +333,11 @@ SELECT effect, coalesce(sum(attempts), 0) AS attempts, count(given_up_at) AS giv
 SELECT count(*) AS owners, coalesce(max(n), 0) AS longest
   FROM (SELECT owner, count(*) AS n FROM jobs WHERE status = 'queued' GROUP BY owner) AS q;
 
+-- oldest_queued --
+-- Seconds the oldest queued job has waited, NULL when none is queued (metrics: queue age).
+SELECT {seconds_between({now}, min(created_at))} AS seconds
+  FROM jobs WHERE status = 'queued';
+
 -- beat --
 -- A process's heartbeat: fixed fields only, one row per process, replaced at each beat.
 INSERT INTO heartbeats (process, host, pid, kind, started_at, seen_at, active_jobs, last_claim_at,

@@ -1,0 +1,954 @@
+"""Runs of the fault suite: real processes, faults at seeded moments, invariants checked after.
+
+A *lane* owns a throwaway PostgreSQL cluster (so restarting it harms nobody), an S3 server
+(moto, as a process) with a proxy in front of it that can refuse with 503, a demo DuckDB source
+and a template job store. A *run* gets a fresh database cloned from the template, a fresh object
+folder or bucket, and its own processes: `reportexport serve` (API, a worker and an effects
+runner), two `reportexport worker` and two `reportexport effects` processes, with a webhook
+receiver on loopback. A workload of exports (short and long, some canceled by their owner
+through the API) runs while the run's faults strike at moments drawn from its seed; once every
+fault is over the system is given time to drain, the processes are stopped, `reportexport
+sweep` runs, and the invariants (`invariants.py`) are checked by SQL, on disk or in the bucket,
+at the receiver and through download links.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from psycopg.rows import dict_row
+
+from reportexport.graph import load_graph
+from reportexport.objects import ObjectStore, is_temp, job_of, open_object_store
+from reportexport.store import open_database
+from tests.faults.infra import (
+    AWS,
+    BIN,
+    MotoServer,
+    Process,
+    Receiver,
+    RefusingProxy,
+    Supervisor,
+    free_port,
+    wait_for,
+)
+from tests.faults.invariants import (
+    FIXTURE,
+    Facts,
+    StoredObject,
+    Violation,
+    check_all,
+    digest_and_rows,
+    load_fixture,
+)
+from tests.postgres_server import ThrowawayCluster
+
+LEASE_SECONDS = 3
+# The reaper waits this long past a lease's expiry (WorkerSettings.reap_grace_seconds).
+REAP_GRACE_SECONDS = 10
+LINK_SECRET = "fault-suite-link-secret"
+DRAIN_SECONDS = 180.0
+
+LOCAL = "local"
+S3 = "s3"
+
+
+# -- faults ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    store: str | None  # the object store it needs, if any
+    what: str
+
+
+FAULTS = [
+    Fault("kill_worker", None, "SIGKILL a worker (running an export if one does); restarted"),
+    Fault("kill_effects", None, "SIGKILL an effects runner; restarted"),
+    Fault("freeze_worker", None, "SIGSTOP a worker past its lease and the reaper, then SIGCONT"),
+    Fault("row_lock", None, "hold a running job's row lock in a transaction for seconds"),
+    Fault("db_restart", None, "restart PostgreSQL (fast: every connection cut)"),
+    Fault("db_pause", None, "stop PostgreSQL for seconds, then start it"),
+    Fault("local_store_file", LOCAL, "the objects folder replaced by a regular file, then back"),
+    Fault("local_store_symlink", LOCAL, "the objects folder replaced by a dangling symlink"),
+    Fault("s3_paused", S3, "the S3 server frozen (SIGSTOP), then SIGCONT"),
+    Fault("s3_503", S3, "the S3 endpoint answers 503 to everything, then recovers"),
+    Fault("webhook_slow", None, "the webhook receiver answers after the sender's timeout"),
+    Fault("webhook_down", None, "the webhook receiver stops listening, then comes back"),
+    Fault("webhook_gone", None, "the webhook receiver answers 410 Gone for a while"),
+]
+FAULT_NAMES = [fault.name for fault in FAULTS]
+BY_NAME = {fault.name: fault for fault in FAULTS}
+
+
+@dataclass(frozen=True)
+class Plan:
+    index: int
+    seed: int
+    store: str
+    faults: tuple[str, ...]
+
+
+def plan_runs(runs: int, seed: int, only: Sequence[str] = ()) -> list[Plan]:
+    """`runs` runs: faults in turn (each about equally often; with `only`, those alone), a
+    second one now and then, the object store the faults need or one drawn from the seed."""
+    plans = []
+    turns = [fault for fault in FAULTS if not only or fault.name in only]
+    for index in range(runs):
+        rng = random.Random(seed * 1_000_003 + index)
+        first = turns[index % len(turns)]
+        store = first.store or rng.choice([LOCAL, S3])
+        chosen = [first.name]
+        if rng.random() < 0.35:
+            others = [f.name for f in FAULTS if f.store in (None, store) and f.name not in chosen]
+            chosen.append(rng.choice(others))
+        plans.append(Plan(index, rng.randrange(1 << 30), store, tuple(chosen)))
+    return plans
+
+
+# A short run that covers every fault at least once (./scripts/test).
+SHORT_PLANS = [
+    Plan(0, 101, LOCAL, ("kill_worker", "local_store_file", "webhook_slow")),
+    Plan(1, 202, S3, ("freeze_worker", "s3_503", "webhook_gone")),
+    Plan(2, 303, LOCAL, ("row_lock", "kill_effects", "webhook_down")),
+    Plan(3, 404, S3, ("db_pause", "s3_paused")),
+    Plan(4, 505, LOCAL, ("db_restart", "local_store_symlink")),
+]
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    plan: Plan
+    violations: list[Violation]
+    seconds: float
+    outcomes: Counter[str] = field(default_factory=Counter)  # "failed:lease_expired" -> n
+    notes: Counter[str] = field(default_factory=Counter)
+    directory: Path | None = None
+    odd: list[str] = field(default_factory=list)
+
+
+# -- a lane ----------------------------------------------------------------------------------------
+
+
+def sql(
+    url: str, query: str, params: Sequence[Any] | None = None, *, tries: float = 60
+) -> list[Any]:
+    """Rows of one statement on a fresh connection, retried while the database is away."""
+    deadline = time.monotonic() + tries
+    while True:
+        try:
+            with psycopg.connect(
+                url, autocommit=True, row_factory=dict_row, connect_timeout=3
+            ) as conn:
+                cursor = conn.execute(query.encode(), params)
+                return list(cursor.fetchall()) if cursor.description else []
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+class Lane:
+    """What runs share: a PostgreSQL cluster, an S3 server and its proxy, the demo source."""
+
+    def __init__(self, directory: Path, *, rows: int) -> None:
+        self.directory = directory
+        self.rows = rows
+        self.cluster = ThrowawayCluster()
+        self.moto = MotoServer(directory / "moto.log")
+        self.proxy: RefusingProxy | None = None
+        self.catalog = directory / "demo" / "catalog.toml"
+        self.template = "faults_template"
+        # pg_ctl runs one at a time: a restart waits for a pause to end, and the reverse.
+        self.cluster_lock = threading.Lock()
+        # Object store outages too: two in one run strike one after the other.
+        self.store_lock = threading.Lock()
+
+    def start(self) -> bool:
+        """False when no PostgreSQL cluster can be made here (no initdb/pg_ctl)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for key, value in AWS.items():  # the suite reads the bucket itself too
+            os.environ.setdefault(key, value)
+        if not self.cluster.start():
+            return False
+        sql(self.cluster.url, f"CREATE DATABASE {self.template}")
+        database = open_database(self.url(self.template), load_graph(FIXTURE), check=False)
+        try:
+            database.schema.upgrade()
+        finally:
+            database.close()
+        self.moto.start()
+        self.proxy = RefusingProxy(self.moto.port)
+        demo = self.directory / "demo"
+        subprocess.run(
+            [str(BIN / "reportexport"), "demo", "--rows", str(self.rows)],
+            env={**clean_environment(), "REPORTEXPORT_HOME": str(demo)},
+            cwd=self.directory,
+            check=True,
+            capture_output=True,
+        )
+        return True
+
+    def url(self, database: str) -> str:
+        return self.cluster.url.rsplit("/", 1)[0] + f"/{database}"
+
+    def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.close()
+        self.moto.stop()
+        self.cluster.stop()
+
+
+def clean_environment() -> dict[str, str]:
+    """This process's environment without any REPORTEXPORT_ setting, plus S3 credentials."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
+    return {**env, **AWS}
+
+
+# -- a run -----------------------------------------------------------------------------------------
+
+TOKEN_LINE = re.compile(r"created (\w+) '([^']+)'; token \(shown once\): (\S+)")
+CATEGORIES = ["tools", "garden", "kitchen", "toys", "books"]
+COUNTRIES = ["DE", "FR", "US", "JP", "BR", "IN"]
+
+
+def _workload_item(rng: random.Random) -> tuple[str, dict[str, Any]]:
+    kind = rng.choices(
+        [
+            "products_by_category",
+            "orders_by_day",
+            "customers_by_country",
+            "all_orders",
+            "all_orders_gzip",
+        ],
+        weights=[2, 4, 2, 2, 1],
+    )[0]
+    if kind == "products_by_category":
+        return kind, {"category": rng.choice(CATEGORIES)}
+    if kind == "orders_by_day":
+        return kind, {"day": (date(2024, 1, 1) + timedelta(days=rng.randrange(731))).isoformat()}
+    if kind == "customers_by_country":
+        return kind, {"country": rng.choice(COUNTRIES)}
+    return kind, {}
+
+
+class Run:
+    def __init__(self, lane: Lane, plan: Plan, directory: Path) -> None:
+        self.lane = lane
+        self.plan = plan
+        self.rng = random.Random(plan.seed)
+        self.directory = directory
+        self.database = f"run_{plan.index}_{plan.seed}"
+        self.url = lane.url(self.database)
+        self.receiver = Receiver()
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.bucket = f"run-{plan.index}-{plan.seed}"
+        self.objects_root = directory / "objects"
+        self.notes: Counter[str] = Counter()
+        self.frozen: dict[str, set[int]] = {}
+        self.processes: list[Process] = []
+        self.tokens: dict[str, str] = {}
+        self.endpoints: dict[int, str] = {}
+        self.errors: list[str] = []
+        self.odd: list[str] = []  # worth a look, not a violation: the run's logs are kept
+        self._lock = threading.Lock()
+        self.started = time.monotonic()
+
+    # -- set-up ------------------------------------------------------------------------------------
+
+    @property
+    def objects_url(self) -> str:
+        if self.plan.store == LOCAL:
+            return f"file://{self.objects_root}"
+        assert self.lane.proxy is not None
+        return (
+            f"s3://{self.bucket}/rx?endpoint_url={self.lane.proxy.endpoint}"
+            "&read_timeout=3&connect_timeout=2&max_attempts=2"
+        )
+
+    def direct_store(self) -> ObjectStore:
+        """The run's object store as the suite reads it: S3 straight at moto, no proxy."""
+        if self.plan.store == LOCAL:
+            return open_object_store(
+                f"file://{self.objects_root}", link_secret=LINK_SECRET.encode()
+            )
+        return open_object_store(f"s3://{self.bucket}/rx?endpoint_url={self.lane.moto.endpoint}")
+
+    def environment(self) -> dict[str, str]:
+        settings = {
+            "DATABASE_URL": self.url,
+            "CATALOG": str(self.lane.catalog),
+            "OBJECTS_URL": self.objects_url,
+            "HOME": str(self.directory / "home"),
+            "LINK_SECRET": LINK_SECRET,
+            "PUBLIC_URL": self.base,
+            "PORT": str(self.port),
+            "LEASE_SECONDS": str(LEASE_SECONDS),
+            "GRACE_SECONDS": "2",
+            "CONCURRENCY": "2",
+            "WEBHOOKS_ALLOW_PRIVATE": "1",
+            "MAX_ACTIVE_EXPORTS": "1000",
+            "MAX_EXPORTS_PER_MINUTE": "1000",
+            "EFFECTS_BATCH": "2",
+            "EFFECTS_CLAIM_SECONDS": "20",
+            "EFFECTS_MAX_ATTEMPTS": "4",
+        }
+        return {**clean_environment(), **{f"REPORTEXPORT_{k}": v for k, v in settings.items()}}
+
+    def set_up(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        sql(self.lane.cluster.url, f"CREATE DATABASE {self.database} TEMPLATE {self.lane.template}")
+        if self.plan.store == S3:
+            store = open_object_store(f"s3://{self.bucket}?endpoint_url={self.lane.moto.endpoint}")
+            store.client.create_bucket(Bucket=self.bucket)  # type: ignore[attr-defined]
+        else:
+            self.objects_root.mkdir(parents=True)
+        self.receiver.up()
+        env = self.environment()
+        serve = Process("serve", "serve", ["serve"], env, self.directory, supervised=False)
+        self.processes = [serve]
+        for number in (1, 2):
+            self.processes.append(
+                Process(f"worker{number}", "worker", ["worker"], env, self.directory)
+            )
+            self.processes.append(
+                Process(f"effects{number}", "effects", ["effects"], env, self.directory)
+            )
+        for process in self.processes:
+            process.start()
+        if not wait_for(self._ready, 90, every=0.3):
+            raise RuntimeError(f"serve did not become ready; see {self.directory}/serve.log")
+        for line in serve.stdout.read_text().splitlines():
+            found = TOKEN_LINE.search(line)
+            if found:
+                self.tokens[found.group(1)] = found.group(3)
+        with self.client() as client:
+            for token, path, everyone in (
+                ("user", "/hooks/user", False),
+                ("operator", "/hooks/global", True),
+            ):
+                answer = client.post(
+                    "/api/webhooks",
+                    json={"url": self.receiver.url + path, "everyone": everyone},
+                    headers=self.auth(token),
+                )
+                answer.raise_for_status()
+                self.endpoints[int(answer.json()["id"])] = path
+
+    def _ready(self) -> bool:
+        if not self.processes[0].alive():
+            raise RuntimeError(f"serve exited; see {self.directory}/serve.log")
+        try:
+            return httpx.get(self.base + "/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base, timeout=15)
+
+    def auth(self, who: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[who]}"}
+
+    # -- the workload ------------------------------------------------------------------------------
+
+    def workload(self) -> None:
+        rng = random.Random(self.plan.seed ^ 0x5EED)
+        count = rng.randint(6, 10)
+        started = time.monotonic()
+        # A long export first, so that a fault early in the run finds an export running.
+        items = [(0.0, 0), *sorted((rng.uniform(0, 6), n) for n in range(1, count))]
+        cancels: list[tuple[float, int]] = []
+        with self.client() as client:
+            for at, number in items:
+                time.sleep(max(0.0, started + at - time.monotonic()))
+                query, parameters = ("all_orders_gzip", {}) if number == 0 else _workload_item(rng)
+                job_id = self._submit(client, query, parameters, f"run-{number}")
+                if job_id is not None and rng.random() < 0.3:
+                    cancels.append((time.monotonic() + rng.uniform(0.2, 4.0), job_id))
+            for moment, job_id in sorted(cancels):
+                time.sleep(max(0.0, moment - time.monotonic()))
+                self._cancel(client, job_id)
+
+    def _submit(
+        self, client: httpx.Client, query: str, parameters: dict[str, Any], key: str
+    ) -> int | None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                answer = client.post(
+                    "/api/exports",
+                    json={"saved_query": query, "parameters": parameters},
+                    headers={**self.auth("user"), "Idempotency-Key": key},
+                )
+                if answer.status_code in (200, 201):
+                    self.notes["jobs submitted"] += 1
+                    self.event(f"job {answer.json()['id']} created: {query} {parameters}")
+                    return int(answer.json()["id"])
+                if answer.status_code < 500:
+                    self.errors.append(f"submit {query}: {answer.status_code} {answer.text}")
+                    return None
+            except httpx.HTTPError:
+                pass
+            self.notes["submits retried"] += 1
+            time.sleep(0.5)
+        self.errors.append(f"submit {query}: no answer for a minute")
+        return None
+
+    def _cancel(self, client: httpx.Client, job_id: int) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                answer = client.post(f"/api/exports/{job_id}/cancel", headers=self.auth("user"))
+                if answer.status_code == 200:
+                    self.notes["cancels accepted"] += 1
+                    self.event(f"job {job_id} canceled by its owner")
+                    return
+                if answer.status_code < 500:  # 409: it ended first
+                    self.notes["cancels refused (ended)"] += 1
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+
+    # -- the faults --------------------------------------------------------------------------------
+
+    def workers(self) -> list[Process]:
+        return [p for p in self.processes if p.kind == "worker"]
+
+    def worker_id(self, process: Process) -> str:
+        return f"{socket.gethostname()}-{process.pid}"
+
+    def running_jobs(self) -> list[dict[str, Any]]:
+        try:
+            return sql(
+                self.url, "SELECT id, lease_owner FROM jobs WHERE status = 'running'", tries=5
+            )
+        except psycopg.Error:
+            return []
+
+    def busy_worker(self, wait: float = 8.0) -> Process:
+        """A standalone worker that runs an export, if one does within `wait` seconds."""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            owners = {row["lease_owner"] for row in self.running_jobs()}
+            busy = [p for p in self.workers() if p.alive() and self.worker_id(p) in owners]
+            if busy:
+                return self.rng.choice(busy)
+            time.sleep(0.2)
+        return self.rng.choice(self.workers())
+
+    def event(self, text: str) -> None:
+        """A line of the run's timeline (faults.log in its folder)."""
+        with self._lock, open(self.directory / "faults.log", "a") as log:
+            log.write(f"{time.monotonic() - self.started:7.2f} s  {text}\n")
+
+    def strike(self, name: str, delay: float) -> None:
+        time.sleep(delay)
+        rng = self.rng
+        self.event(f"{name} begins")
+        try:
+            getattr(self, "_" + name)(rng)
+            self.notes[f"fault {name}"] += 1
+        except Exception:
+            self.errors.append(f"fault {name}: {traceback.format_exc()}")
+        self.event(f"{name} ends")
+
+    def _restart_later(self, process: Process, rng: random.Random) -> None:
+        assert process.popen is not None
+        process.popen.wait()
+        time.sleep(rng.uniform(0.5, 3.0))
+        process.start()
+        self.event(f"{process.name} started again (pid {process.pid})")
+
+    def _kill_worker(self, rng: random.Random) -> None:
+        process = self.busy_worker()
+        jobs = [r["id"] for r in self.running_jobs() if r["lease_owner"] == self.worker_id(process)]
+        self.event(f"SIGKILL {process.name} (pid {process.pid}, running jobs {jobs})")
+        process.held = True
+        process.signal(signal.SIGKILL)
+        self._restart_later(process, rng)
+
+    def _kill_effects(self, rng: random.Random) -> None:
+        wait_for(lambda: bool(self._open_effects(tries=3)), 8, every=0.2)
+        process = rng.choice([p for p in self.processes if p.kind == "effects"])
+        self.event(f"SIGKILL {process.name} (pid {process.pid})")
+        process.held = True
+        process.signal(signal.SIGKILL)
+        self._restart_later(process, rng)
+
+    def _freeze_worker(self, rng: random.Random) -> None:
+        process = self.busy_worker()
+        worker = self.worker_id(process)
+        process.held = True
+        process.signal(signal.SIGSTOP)
+        jobs = {row["id"] for row in self.running_jobs() if row["lease_owner"] == worker}
+        self.event(f"SIGSTOP {process.name} ({worker}, running jobs {sorted(jobs)})")
+        with self._lock:
+            self.frozen.setdefault(worker, set()).update(jobs)
+        # Past the lease, the reaper's grace and two reaps, so its jobs are surely reaped.
+        time.sleep(LEASE_SECONDS + REAP_GRACE_SECONDS + rng.uniform(3.0, 5.0))
+        process.signal(signal.SIGCONT)
+        process.held = False
+
+    def _row_lock(self, rng: random.Random) -> None:
+        deadline = time.monotonic() + 8
+        rows: list[dict[str, Any]] = []
+        while not rows and time.monotonic() < deadline:
+            rows = self.running_jobs()
+            time.sleep(0.2)
+        if not rows:
+            self.notes["row_lock without a running job"] += 1
+            return
+        job_id = rng.choice(rows)["id"]
+        held = rng.uniform(3.0, 9.0)
+        self.event(f"row lock on job {job_id} for {held:.1f} s")
+        try:
+            with psycopg.connect(self.url, connect_timeout=3) as conn:
+                conn.execute(b"SET lock_timeout = '5s'")
+                conn.execute(
+                    b"UPDATE jobs SET bytes_written = bytes_written WHERE id = %s", (job_id,)
+                )
+                time.sleep(held)
+                conn.rollback()
+        except psycopg.OperationalError:  # another fault restarted the database meanwhile
+            self.notes["row_lock cut short by the database"] += 1
+
+    def _db_restart(self, rng: random.Random) -> None:
+        with self.lane.cluster_lock:
+            self.lane.cluster.restart()
+
+    def _db_pause(self, rng: random.Random) -> None:
+        with self.lane.cluster_lock:
+            self.lane.cluster.pause()
+            try:
+                time.sleep(rng.uniform(2.0, 8.0))
+            finally:
+                self.lane.cluster.resume()
+
+    def _replace_objects_folder(self, rng: random.Random, make: Callable[[Path], None]) -> None:
+        root = self.objects_root
+        aside = root.with_name("objects.aside")
+        with self.lane.store_lock:
+            root.rename(aside)
+            make(root)
+            try:
+                time.sleep(rng.uniform(3.0, 8.0))
+            finally:
+                root.unlink()
+                aside.rename(root)
+
+    def _local_store_file(self, rng: random.Random) -> None:
+        self._replace_objects_folder(rng, lambda root: root.write_text("not a folder"))
+
+    def _local_store_symlink(self, rng: random.Random) -> None:
+        self._replace_objects_folder(rng, lambda root: root.symlink_to(self.directory / "gone"))
+
+    def _s3_paused(self, rng: random.Random) -> None:
+        with self.lane.store_lock:
+            self.lane.moto.pause()
+            try:
+                time.sleep(rng.uniform(3.0, 8.0))
+            finally:
+                self.lane.moto.resume()
+
+    def _s3_503(self, rng: random.Random) -> None:
+        assert self.lane.proxy is not None
+        with self.lane.store_lock:
+            self.lane.proxy.refuse()
+            try:
+                time.sleep(rng.uniform(3.0, 8.0))
+            finally:
+                self.lane.proxy.accept_again()
+
+    def _webhook_mode(self, mode: str, seconds: float) -> None:
+        self.receiver.mode = mode
+        try:
+            time.sleep(seconds)
+        finally:
+            self.receiver.mode = "ok"
+
+    def _webhook_slow(self, rng: random.Random) -> None:
+        self._webhook_mode("slow", rng.uniform(4.0, 10.0))
+
+    def _webhook_gone(self, rng: random.Random) -> None:
+        self._webhook_mode("gone", rng.uniform(1.0, 4.0))
+
+    def _webhook_down(self, rng: random.Random) -> None:
+        self.receiver.down()
+        try:
+            time.sleep(rng.uniform(3.0, 8.0))
+        finally:
+            self.receiver.up()
+
+    # -- draining, stopping, sweeping --------------------------------------------------------------
+
+    def _open_effects(self, tries: float = 60) -> list[dict[str, Any]]:
+        return sql(
+            self.url,
+            "SELECT job_id FROM job_side_effects"
+            " WHERE completed_at IS NULL AND given_up_at IS NULL",
+            tries=tries,
+        )
+
+    def drained(self) -> bool:
+        unfinished = sql(
+            self.url, "SELECT count(*) AS n FROM jobs WHERE status IN ('queued', 'running')"
+        )
+        return unfinished[0]["n"] == 0 and not self._open_effects()
+
+    def silent_processes(self, wait: float = 20.0) -> list[str]:
+        """Running processes whose loops do not beat: each expected heartbeat row (a worker's
+        and an effects runner's, both for serve) must be younger than 15 s within `wait`."""
+        host = socket.gethostname()
+        kinds = {"serve": ("serve", "effects"), "worker": ("worker",), "effects": ("effects",)}
+
+        def missing() -> list[str]:
+            rows = sql(
+                self.url,
+                "SELECT process, extract(epoch FROM clock_timestamp() - seen_at)"
+                " AS age FROM heartbeats",
+            )
+            fresh = {r["process"] for r in rows if r["age"] < 15}
+            return [
+                f"{process.name} (pid {process.pid}): no fresh {kind} heartbeat"
+                for process in self.processes
+                if process.alive()
+                for kind in kinds[process.kind]
+                if f"{host}-{process.pid}-{kind}" not in fresh
+            ]
+
+        wait_for(lambda: not missing(), wait, every=0.5)
+        return missing()
+
+    def stop_processes(self, kinds: Sequence[str]) -> None:
+        for process in self.processes:
+            if process.kind in kinds:
+                # One restarted a moment ago may not handle SIGTERM yet; that would prove nothing.
+                time.sleep(max(0.0, process.started_at + 3.0 - time.monotonic()))
+                age = time.monotonic() - process.started_at
+                code = process.stop()
+                if code not in (0, None):
+                    self.notes[f"{process.kind} exited {code} when stopped"] += 1
+                    self.odd.append(f"{process.name} exited {code}, {age:.1f} s after its start")
+
+    def sweep(self) -> None:
+        done = subprocess.run(
+            [str(BIN / "reportexport"), "sweep"],
+            env=self.environment(),
+            cwd=self.directory,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        (self.directory / "sweep.out").write_text(done.stdout + done.stderr)
+        if done.returncode != 0:
+            self.errors.append(f"reportexport sweep exited {done.returncode}: {done.stderr}")
+        self.notes["objects swept"] += sum(
+            1 for line in done.stdout.splitlines() if line.startswith("deleted ")
+        )
+
+    def downloads(self, jobs: dict[int, dict[str, Any]]) -> dict[int, str | int]:
+        """What the API gives each job's owner who asks to download it."""
+        given: dict[int, str | int] = {}
+        with self.client() as client:
+            for job_id in sorted(jobs):
+                answer = client.get(f"/api/exports/{job_id}/download", headers=self.auth("user"))
+                if answer.status_code != 302:
+                    given[job_id] = answer.status_code
+                    continue
+                location = answer.headers["location"]
+                url = self.base + location if location.startswith("/") else location
+                digest = hashlib.sha256()
+                with httpx.stream("GET", url, timeout=60) as file:
+                    if file.status_code != 200:
+                        given[job_id] = file.status_code
+                        continue
+                    for chunk in file.iter_bytes():
+                        digest.update(chunk)
+                given[job_id] = digest.hexdigest()
+        return given
+
+    # -- facts -------------------------------------------------------------------------------------
+
+    def facts(self, downloads: dict[int, str | int], drained: bool, silent: list[str]) -> Facts:
+        jobs = {r["id"]: r for r in sql(self.url, "SELECT * FROM jobs ORDER BY id")}
+        history: dict[int, list[dict[str, Any]]] = {}
+        for row in sql(self.url, "SELECT * FROM job_history ORDER BY job_id, id"):
+            history.setdefault(row["job_id"], []).append(row)
+        effects: dict[int, list[dict[str, Any]]] = {}
+        for row in sql(self.url, "SELECT * FROM job_side_effects ORDER BY job_id, id"):
+            effects.setdefault(row["job_id"], []).append(row)
+        deliveries = sql(self.url, "SELECT * FROM webhook_deliveries")
+        store = self.direct_store()
+        listed = list(store.list_objects())
+        by_job: dict[int, list[StoredObject]] = {}
+        orphans: list[str] = []
+        for info in listed:
+            owner = job_of(info.key)
+            if owner is None or owner not in jobs:
+                orphans.append(info.key)
+                continue
+            stored = StoredObject(info.key, info.size)
+            job = jobs[owner]
+            if not is_temp(info.key) and job["status"] == "succeeded":
+                with store.read(info.key) as handle:
+                    data = handle.read()
+                stored.sha256, stored.rows = digest_and_rows(data, job["options"])
+            by_job.setdefault(owner, []).append(stored)
+        with self._lock:
+            frozen = {worker: set(ids) for worker, ids in self.frozen.items()}
+        with self.receiver.lock:
+            received = list(self.receiver.deliveries)
+        return Facts(
+            jobs=jobs,
+            history=history,
+            side_effects=effects,
+            deliveries=deliveries,
+            endpoints=self.endpoints,
+            received=received,
+            objects=[s for stored in by_job.values() for s in stored],
+            object_of_job=by_job,
+            orphans=orphans,
+            downloads=downloads,
+            frozen=frozen,
+            drained=drained,
+            store_outages=sum(1 for name in self.plan.faults if BY_NAME[name].store is not None),
+            silent=silent,
+        )
+
+    # -- the whole run -----------------------------------------------------------------------------
+
+    def execute(self) -> tuple[list[Violation], Counter[str]]:
+        self.set_up()
+        supervisor = Supervisor([p for p in self.processes if p.supervised])
+        supervisor.start()
+        try:
+            threads = [threading.Thread(target=self.workload, name="workload")]
+            for name in self.plan.faults:
+                delay = self.rng.uniform(0.5, 6.0)
+                threads.append(threading.Thread(target=self.strike, args=(name, delay), name=name))
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            drained = wait_for(self.drained, DRAIN_SECONDS, every=0.5)
+            self.event("drained" if drained else f"not drained after {DRAIN_SECONDS:.0f} s")
+            silent = self.silent_processes()
+        finally:
+            supervisor.stop()
+        for process in self.processes:
+            self.notes[f"{process.kind} exits of their own"] += len(process.unexpected_exits)
+        self.stop_processes(("worker", "effects"))
+        self.sweep()
+        jobs = {r["id"]: r for r in sql(self.url, "SELECT id, status FROM jobs")}
+        given = self.downloads(jobs)
+        self.stop_processes(("serve",))
+        self.receiver.down()
+        facts = self.facts(given, drained, silent)
+        violations = check_all(facts, load_fixture())
+        outcomes: Counter[str] = Counter(
+            f"{job['status']}:{job['error_code']}" if job["error_code"] else job["status"]
+            for job in facts.jobs.values()
+        )
+        self.notes["leases lost by frozen workers"] += sum(
+            1
+            for ids in facts.frozen.values()
+            for i in ids
+            if facts.jobs[i]["error_code"] == "lease_expired"
+        )
+        self.notes["side effects given up"] += sum(
+            1 for rows in facts.side_effects.values() for r in rows if r["given_up_at"]
+        )
+        for error in self.errors:
+            violations.append(Violation("harness", error))
+        return violations, outcomes
+
+    def clean_up(self, keep: bool) -> None:
+        for process in self.processes:
+            if process.alive():
+                process.stop(timeout=10)
+        self.receiver.down()
+        with contextlib.suppress(Exception):
+            sql(
+                self.lane.cluster.url,
+                f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)",
+                tries=30,
+            )
+        if self.plan.store == S3:
+            with contextlib.suppress(Exception):
+                store = self.direct_store()
+                for info in list(store.list_objects()):
+                    store.delete(info.key)
+        if not keep:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def run_one(lane: Lane, plan: Plan, directory: Path, *, keep: bool = False) -> RunResult:
+    started = time.monotonic()
+    run = Run(lane, plan, directory / f"run-{plan.index:04d}")
+    outcomes: Counter[str] = Counter()
+    try:
+        violations, outcomes = run.execute()
+    except Exception:
+        violations = [Violation("harness", traceback.format_exc())]
+    run.clean_up(keep=keep or bool(violations) or bool(run.odd))
+    return RunResult(
+        plan=plan,
+        violations=violations,
+        seconds=time.monotonic() - started,
+        outcomes=outcomes,
+        notes=run.notes,
+        directory=run.directory if (keep or violations or run.odd) else None,
+        odd=run.odd,
+    )
+
+
+@contextlib.contextmanager
+def lane_of(directory: Path, *, rows: int) -> Iterator[Lane | None]:
+    """A started lane, or None when PostgreSQL cannot be started here."""
+    lane = Lane(directory, rows=rows)
+    try:
+        yield lane if lane.start() else None
+    finally:
+        lane.stop()
+
+
+def run_plans(
+    plans: Sequence[Plan],
+    *,
+    lanes: int = 1,
+    rows: int = 400_000,
+    directory: Path | None = None,
+    keep: bool = False,
+    progress: Callable[[RunResult], None] | None = None,
+) -> list[RunResult] | None:
+    """Run `plans` over `lanes` lanes at once; None when no PostgreSQL cluster can be made."""
+    base = directory or Path(tempfile.mkdtemp(prefix="reportexport-faults-"))
+    queue = list(plans)
+    results: list[RunResult] = []
+    lock = threading.Lock()
+    unavailable = threading.Event()
+
+    def lane_loop(number: int) -> None:
+        with lane_of(base / f"lane-{number}", rows=rows) as lane:
+            if lane is None:
+                unavailable.set()
+                return
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    plan = queue.pop(0)
+                result = run_one(lane, plan, base / f"lane-{number}", keep=keep)
+                with lock:
+                    results.append(result)
+                if progress is not None:
+                    progress(result)
+
+    threads = [threading.Thread(target=lane_loop, args=(n,)) for n in range(lanes)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if unavailable.is_set() and not results:
+        return None
+    if directory is None and not keep and all(not r.violations for r in results):
+        shutil.rmtree(base, ignore_errors=True)
+    return sorted(results, key=lambda r: r.plan.index)
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+
+def report(results: Sequence[RunResult], wall_seconds: float) -> str:
+    from tests.faults.invariants import INVARIANTS
+
+    lines = []
+    width = max(len(n) for n in FAULT_NAMES)
+    lines.append(f"{'fault':{width}}  runs  runs with violations  violations")
+    for name in FAULT_NAMES:
+        runs = [r for r in results if name in r.plan.faults]
+        bad = [r for r in runs if r.violations]
+        count = sum(len(r.violations) for r in runs)
+        lines.append(f"{name:{width}}  {len(runs):4}  {len(bad):20}  {count:10}")
+    lines.append("")
+    names = [*INVARIANTS, "harness"]
+    width = max(len(n) for n in names)
+    lines.append(f"{'invariant':{width}}  violations")
+    for name in names:
+        count = sum(1 for r in results for v in r.violations if v.invariant == name)
+        lines.append(f"{name:{width}}  {count:10}")
+    outcomes: Counter[str] = Counter()
+    notes: Counter[str] = Counter()
+    for result in results:
+        outcomes.update(result.outcomes)
+        notes.update(result.notes)
+    lines.append("")
+    lines.append("job outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+    lines.append("events: " + ", ".join(f"{k} {v}" for k, v in sorted(notes.items()) if v))
+    total = sum(len(r.violations) for r in results)
+    lines.append("")
+    lines.append(
+        f"{len(results)} runs, {total} violations, wall time {wall_seconds / 60:.1f} min "
+        f"({wall_seconds:.0f} s)"
+    )
+    for result in results:
+        for violation in result.violations:
+            lines.append(
+                f"  run {result.plan.index} seed {result.plan.seed} {result.plan.store} "
+                f"{'+'.join(result.plan.faults)}: {violation.invariant}: {violation.detail}"
+            )
+        for odd in result.odd:
+            lines.append(f"  run {result.plan.index}: {odd} (not a violation)")
+        if (result.violations or result.odd) and result.directory is not None:
+            lines.append(f"    logs kept in {result.directory}")
+    return "\n".join(lines)
+
+
+def as_json(results: Sequence[RunResult], wall_seconds: float) -> str:
+    return json.dumps(
+        {
+            "wall_seconds": round(wall_seconds, 1),
+            "runs": [
+                {
+                    "index": r.plan.index,
+                    "seed": r.plan.seed,
+                    "store": r.plan.store,
+                    "faults": list(r.plan.faults),
+                    "seconds": round(r.seconds, 1),
+                    "violations": [[v.invariant, v.detail] for v in r.violations],
+                    "outcomes": dict(r.outcomes),
+                    "notes": dict(r.notes),
+                }
+                for r in results
+            ],
+        },
+        indent=1,
+    )

@@ -1,0 +1,155 @@
+"""The short fault run: every fault at least once, with fixed seeds, and no invariant broken.
+
+Real processes (`serve`, workers, effects runners), a PostgreSQL cluster of the suite's own
+(restarted and stopped by the faults), a local folder and moto's S3 server; see `suite.py`.
+`./scripts/faults --runs 200` is the full run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.faults.invariants import (
+    Facts,
+    StoredObject,
+    check_all,
+    digest_and_rows,
+    load_fixture,
+)
+from tests.faults.suite import FAULT_NAMES, SHORT_PLANS, report, run_plans
+
+
+def test_the_short_run_covers_every_fault() -> None:
+    covered = {name for plan in SHORT_PLANS for name in plan.faults}
+    assert covered == set(FAULT_NAMES)
+
+
+def test_every_fault_keeps_every_invariant(tmp_path: Path) -> None:
+    results = run_plans(SHORT_PLANS, directory=tmp_path, rows=300_000)
+    if results is None:
+        message = "initdb/pg_ctl NOT FOUND: the fault suite cannot run"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (a failure under CI=true)")
+        pytest.skip(message)
+    assert [r.plan for r in results] == SHORT_PLANS
+    summary = report(results, sum(r.seconds for r in results))
+    assert not [v for r in results for v in r.violations], summary
+
+
+# -- the checks themselves, on facts made by hand --------------------------------------------------
+
+
+def job(job_id: int, status: str, **extra: object) -> dict[str, object]:
+    return {
+        "id": job_id,
+        "status": status,
+        "error_code": None,
+        "error_message": None,
+        "object_key": None,
+        "object_bytes": None,
+        "object_sha256": None,
+        "object_rows": None,
+        "lease_owner": "w1",
+        **extra,
+    }
+
+
+def step(frm: str, to: str, actor: str, **extra: object) -> dict[str, object]:
+    who = {"worker": "w1"} if actor == "worker" else {"person": "demo"}
+    return {
+        "from_status": frm,
+        "to_status": to,
+        "actor": actor,
+        "reason": None,
+        "worker": None,
+        "person": None,
+        **who,
+        **extra,
+    }
+
+
+def effect(name: str, status: str, **extra: object) -> dict[str, object]:
+    return {
+        "effect": name,
+        "status": status,
+        "completed_at": "now",
+        "given_up_at": None,
+        "attempts": 1,
+        "last_error": None,
+        **extra,
+    }
+
+
+def facts_of(**given: object) -> Facts:
+    base: dict[str, object] = {
+        "jobs": {},
+        "history": {},
+        "side_effects": {},
+        "deliveries": [],
+        "endpoints": {},
+        "received": [],
+        "objects": [],
+    }
+    return Facts(**{**base, **given})  # type: ignore[arg-type]
+
+
+def invariants_broken(facts: Facts) -> set[str]:
+    return {v.invariant for v in check_all(facts, load_fixture())}
+
+
+def test_a_clean_failed_job_breaks_nothing() -> None:
+    facts = facts_of(
+        jobs={1: job(1, "failed", error_code="query_error")},
+        history={1: [step("queued", "running", "worker"), step("running", "failed", "worker")]},
+        side_effects={1: [effect("emit_failed_webhook", "failed")]},
+    )
+    assert invariants_broken(facts) == set()
+
+
+def test_a_job_ended_by_a_worker_that_did_not_claim_it_is_caught() -> None:
+    facts = facts_of(
+        jobs={1: job(1, "failed", error_code="query_error")},
+        history={
+            1: [
+                step("queued", "running", "worker"),
+                step("running", "failed", "worker", worker="w2"),
+            ]
+        },
+        side_effects={1: [effect("emit_failed_webhook", "failed")]},
+    )
+    assert invariants_broken(facts) == {"history"}
+
+
+def test_an_object_left_by_a_reaped_job_is_caught() -> None:
+    reaped = [
+        step("queued", "running", "worker"),
+        step("running", "failed", "worker", worker="w2", reason="lease_expired"),
+    ]
+    left = StoredObject("exports/1/a.csv", 3)
+    facts = facts_of(
+        jobs={1: job(1, "failed", error_code="lease_expired")},
+        history={1: reaped},
+        side_effects={1: [effect("emit_failed_webhook", "failed")]},
+        object_of_job={1: [left]},
+        downloads={1: "abc"},
+    )
+    assert invariants_broken(facts) == {"swept", "stale_worker", "download"}
+
+
+def test_a_side_effect_neither_done_nor_given_up_is_caught() -> None:
+    facts = facts_of(
+        jobs={1: job(1, "canceled")},
+        history={1: [step("queued", "canceled", "user")]},
+        side_effects={1: [effect("delete_temp_object", "canceled", completed_at=None)]},
+    )
+    assert invariants_broken(facts) == {"side_effects"}
+
+
+def test_rows_are_counted_as_csv_records_not_lines() -> None:
+    data = b'a,b\n1,"two\nlines"\n3,x\n'
+    sha, rows = digest_and_rows(data, {"csv": {"delimiter": ",", "gzip": False}})
+    assert rows == 2
+    assert len(sha) == 64
