@@ -16,9 +16,10 @@ from reportexport.records import Claim, ClaimedJob, JobId, Lease, Outcome
 from reportexport.store.driver import Driver, Row, Session
 from reportexport.store.errors import StaleStatusError
 
-# A claim looks at the first few jobs in turn order only (see claim_jobs in sql/queries.sql).
+# A claim looks at the first jobs in turn order only (see claim_jobs in sql/queries.sql): a few
+# times what it claims, and some more for the rows other workers' claims hold meanwhile.
 CLAIM_WINDOW_FACTOR = 4
-CLAIM_WINDOW_MIN = 64
+CLAIM_WINDOW_SLACK = 16
 
 
 class JobQueue:
@@ -59,7 +60,7 @@ class JobQueue:
         params = {
             "worker": worker,
             "limit": limit,
-            "window": max(limit * CLAIM_WINDOW_FACTOR, CLAIM_WINDOW_MIN),
+            "window": limit * CLAIM_WINDOW_FACTOR + CLAIM_WINDOW_SLACK,
             "lease": self.codec.seconds(lease_seconds),
             "excluded_sources": self.codec.names(excluded_sources),
         }

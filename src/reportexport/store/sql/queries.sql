@@ -75,7 +75,7 @@ WITH free_slots AS (
       LEFT JOIN source_slots s ON s.source = c.source AND s.job_id IS NULL
      GROUP BY c.source
 ), candidates AS (
-    SELECT id, source, turn FROM jobs
+    SELECT id, source, turn FROM jobs {indexed_by(jobs_claim_order)}
      WHERE status = 'queued'
        AND source NOT IN {names(:excluded_sources)}
        AND source NOT IN (SELECT source FROM free_slots WHERE free = 0)
