@@ -199,6 +199,34 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in job_actions.choices.values():
         _remote_options(sub)
 
+    schedules = commands.add_parser("schedules", help="scheduled exports (over the API)")
+    schedule_actions = schedules.add_subparsers(dest="action", required=True, metavar="ACTION")
+    _action(schedule_actions, "list", "your schedules with their next run")
+    create = _action(schedule_actions, "create", "run a saved query on a cron, in a time zone")
+    create.add_argument("query", help="the saved query's name")
+    create.add_argument("--cron", required=True, help='e.g. "0 8 * * *" (minute hour day ...)')
+    create.add_argument("--time-zone", required=True, help="an IANA time zone, e.g. Europe/Paris")
+    create.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="once per parameter"
+    )
+    create.add_argument(
+        "--relative", action="append", default=[], metavar="NAME=WORD",
+        help="a date evaluated at each firing: yesterday, today, 'start of last week', ...",
+    )  # fmt: skip
+    create.add_argument("--ends-at", help="no firing after this moment (ISO 8601 with offset)")
+    schedule_commands = {
+        "show": "a schedule, its next times and its recent firings",
+        "pause": "stop firing until resumed",
+        "resume": "fire again from the next time after now",
+        "run": "an export now, as a firing would make it",
+        "delete": "never fire again (its exports stay)",
+    }
+    for action, text in schedule_commands.items():
+        sub = _action(schedule_actions, action, text)
+        sub.add_argument("id", type=int)
+    for sub in schedule_actions.choices.values():
+        _remote_options(sub)
+
     sweep = _command(commands, "sweep", "delete orphan, temp and expired objects")
     _service_options(sweep)
     sweep.add_argument("--dry-run", action="store_true")

@@ -198,6 +198,11 @@ def show(detail: Mapping[str, Any]) -> None:
         console.print(f"  asked for by {job['requested_by']}")
     if job.get("rerun_of"):
         console.print(f"  runs job {job['rerun_of']} again")
+    firing = detail.get("firing")
+    if firing:
+        skipped = f", {firing['missed']} earlier times skipped" if firing["missed"] else ""
+        console.print(f"  made by schedule {firing['schedule_id']} for "
+                      f"{firing['scheduled_for']}{skipped}")  # fmt: skip
     for entry in detail["history"]:
         who = entry["person"] or entry["worker"] or ""
         move = f"{entry['from_status']} -> {entry['to_status']}"
@@ -205,6 +210,69 @@ def show(detail: Mapping[str, Any]) -> None:
     for effect in detail["side_effects"]:
         completed = ", completed" if effect["completed_at"] else ""
         console.print(f"  effect {effect['effect']}: {effect['attempts']} attempts{completed}")
+
+
+def cmd_schedules(settings: Settings, args: argparse.Namespace) -> int:
+    with connect(settings) as client:
+        if args.action == "list":
+            table = Table("id", "saved query", "when", "next (local time)", "owner", "paused")
+            for schedule in checked(client.get("/api/schedules")):
+                upcoming = schedule["next_times"][0]["local"] if schedule["next_times"] else "-"
+                table.add_row(
+                    str(schedule["id"]), schedule["saved_query"], schedule["description"],
+                    upcoming, schedule["owner"], schedule["pause_reason"] or "",
+                )  # fmt: skip
+            Console().print(table)
+        elif args.action == "create":
+            body = schedule_body(client, args)
+            show_schedule(checked(client.post("/api/schedules", json=body)))
+        elif args.action == "show":
+            show_schedule(checked(client.get(f"/api/schedules/{args.id}")))
+        elif args.action in ("pause", "resume"):
+            show_schedule(checked(client.post(f"/api/schedules/{args.id}/{args.action}")))
+        elif args.action == "run":
+            job = checked(client.post(f"/api/schedules/{args.id}/run"))
+            print(f"job {job['id']}: {job['status']}")
+        else:  # delete
+            checked(client.delete(f"/api/schedules/{args.id}"))
+            print(f"schedule {args.id}: deleted (its exports stay)")
+    return 0
+
+
+def schedule_body(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
+    query = client.get(f"/api/saved-queries/{quote(args.query, safe='')}")
+    if query.status_code == 404:
+        raise ApiError(f"no saved query {quoted(args.query)}; see: reportexport queries list")
+    described = checked(query)
+    parameters: dict[str, Any] = typed_parameters(described["parameters"], args.raw_parameters)
+    for item in args.relative:
+        name, sep, word = item.partition("=")
+        if not sep or not name:
+            raise ApiError(f"--relative {item!r}: give NAME=WORD, e.g. day=yesterday", 422)
+        parameters[name] = {"relative": word}
+    body: dict[str, Any] = {
+        "saved_query": args.query,
+        "parameters": parameters,
+        "cron": args.cron,
+        "time_zone": args.time_zone,
+    }
+    if args.ends_at:
+        body["ends_at"] = args.ends_at
+    return body
+
+
+def show_schedule(schedule: Mapping[str, Any]) -> None:
+    console = Console()
+    console.print(f"schedule {schedule['id']} {schedule['saved_query']} ({schedule['owner']}): "
+                  f"{schedule['description']}")  # fmt: skip
+    if schedule["pause_reason"]:
+        console.print(f"  paused at {schedule['paused_at']}: {schedule['pause_reason']}")
+    for upcoming in schedule["next_times"]:
+        console.print(f"  next: {upcoming['local']}")
+    for firing in schedule["firings"]:
+        made = f"job {firing['job_id']}" if firing["job_id"] else f"no job: {firing['refusal']}"
+        skipped = f" ({firing['missed']} earlier times skipped)" if firing["missed"] else ""
+        console.print(f"  fired for {firing['scheduled_for']}: {made}{skipped}")
 
 
 def cmd_remote_queries(settings: Settings) -> int:

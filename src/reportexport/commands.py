@@ -443,6 +443,22 @@ def _remote(runtime: Runtime, args: argparse.Namespace) -> int:
 cmd_jobs_list = cmd_jobs_show = cmd_jobs_cancel = cmd_jobs_download = _remote
 
 
+def _remote_schedules(runtime: Runtime, args: argparse.Namespace) -> int:
+    from reportexport import client
+
+    if args.action == "create":
+        raw = parameters_from(args.param)
+        if raw is None:
+            return 2
+        args.raw_parameters = raw
+    return client.run(client.cmd_schedules, runtime.settings, args)
+
+
+cmd_schedules_list = cmd_schedules_create = cmd_schedules_show = _remote_schedules
+cmd_schedules_pause = cmd_schedules_resume = cmd_schedules_run = _remote_schedules
+cmd_schedules_delete = _remote_schedules
+
+
 def cmd_serve(runtime: Runtime, args: argparse.Namespace) -> int:
     from reportexport.serve import serve
 

@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import secrets
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from reportexport.records import Heartbeat, MetricsSnapshot, ProcessKind, Source
 from reportexport.services.errors import InvalidInputError, ServiceError
 from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.people import PeopleService
+from reportexport.services.schedules import ScheduleLimits, ScheduleService
 from reportexport.services.webhooks import WebhookService
 from reportexport.settings import Settings, SettingsError
 from reportexport.store import (
@@ -46,6 +48,9 @@ from reportexport.store.schema import redact
 from reportexport.text import printable
 
 log = logging.getLogger("reportexport")
+
+# How often a worker or serve process looks for due schedules.
+SCHEDULER_POLL_SECONDS = 1.0
 
 if TYPE_CHECKING:
     import httpx
@@ -247,6 +252,7 @@ class Runtime:
             jobs=self.database.jobs,
             effects=self.database.effects,
             downloads=self.database.jobs,
+            firings=self.database.schedules,
             catalog=self.catalog,
             objects=self.objects,
             link_secret=self.link_secret,
@@ -292,6 +298,22 @@ class Runtime:
             ),
             lease_queue=lease_queue,
             restart_loops=restart_loops,
+            also=[("schedules", self._scheduler_step)] if settings.run_schedules else [],
+        )
+
+    def _scheduler_step(self) -> float:
+        self.schedules.fire_due()
+        return SCHEDULER_POLL_SECONDS
+
+    @functools.cached_property
+    def schedules(self) -> ScheduleService:
+        settings = self.settings
+        return ScheduleService(
+            schedules=self.database.schedules,
+            exports=self.exports,
+            catalog=self.catalog,
+            limits=ScheduleLimits(max_per_person=settings.max_schedules),
+            process=f"{socket.gethostname()}-{os.getpid()}",
         )
 
     def effects_runner(self, *, restart_loops: bool = True) -> EffectsRunner:
@@ -333,6 +355,7 @@ class Runtime:
                 exports=self.exports,
                 webhooks=self.webhooks,
                 people=self.people,
+                schedules=self.schedules,
                 graph=self.graph,
                 ready=self.ready,
                 troubles=troubles,

@@ -42,6 +42,7 @@ def new_export(
     requested_by: str | None = None,
     idempotency_key: str | None = None,
     rerun_of: JobId | None = None,
+    schedule_id: int | None = None,
     from_text: bool = False,
 ) -> NewJob:
     """A job for `query`; ParameterError names the parameter and the rule it breaks.
@@ -65,6 +66,7 @@ def new_export(
         },
         idempotency_key=idempotency_key,
         rerun_of=rerun_of,
+        schedule_id=schedule_id,
         requested_by=requested_by,
     )
 

@@ -29,6 +29,7 @@ class NewJob:
     rerun_of: JobId | None = None
     idempotency_key: str | None = None
     requested_by: str | None = None
+    schedule_id: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +77,7 @@ class Job:
     rerun_of: JobId | None
     idempotency_key: str | None
     requested_by: str | None
+    schedule_id: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -263,6 +265,21 @@ class MetricsSnapshot:
     longest_owner_queue: int = 0
     # How long the oldest queued job has waited; 0 when nothing is queued.
     oldest_queued_seconds: float = 0.0
+    schedules: ScheduleTotals | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleTotals:
+    """Schedules firing, paused and ended; firings, the jobs they made, their refusals, and the
+    times skipped after downtime. Counts only: a schedule has no status."""
+
+    firing: int = 0
+    paused: int = 0
+    ended: int = 0
+    firings: int = 0
+    firing_jobs: int = 0
+    firing_refusals: int = 0
+    missed: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -303,6 +320,7 @@ class Purge:
     deliveries: int | None
     downloads: int | None
     reruns_unlinked: int | None
+    schedule_firings: int | None = None
 
 
 ProcessKind = Literal["worker", "effects", "serve"]
@@ -325,3 +343,40 @@ class Heartbeat:
     paused_sources: tuple[str, ...] = ()
     seen_at: datetime | None = None
     age_seconds: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
+    """A saved query run on a cron in a time zone: an ordinary job at each firing.
+
+    No status: `paused_at` and `pause_reason` say it is paused; `next_fire_at` None says no
+    time is left before `ends_at`."""
+
+    id: int
+    owner: str
+    saved_query: str
+    parameters: Mapping[str, Any]
+    cron: str
+    time_zone: str
+    ends_at: datetime | None
+    next_fire_at: datetime | None
+    paused_at: datetime | None
+    pause_reason: str | None
+    created_at: datetime
+    created_by: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Firing:
+    """One scheduled time of a schedule: the job it made, or why it made none."""
+
+    schedule_id: int
+    scheduled_for: datetime
+    fired_at: datetime
+    fired_by: str
+    manual: bool
+    missed: int
+    job_id: JobId | None
+    query_hash: str | None
+    refusal_code: str | None
+    refusal: str | None

@@ -67,6 +67,9 @@ class Settings:
     webhooks_allow_private: bool = field(
         default=False, metadata=_about("let webhooks reach loopback/private ranges")
     )
+    max_schedules: int = field(
+        default=20, metadata=_about("scheduled exports per person", minimum=1)
+    )
     # -- workers and side effects ---------------------------------------------------------------
     concurrency: int = field(default=2, metadata=_about("exports a worker runs at once", minimum=1))
     lease_seconds: float = field(
@@ -89,6 +92,10 @@ class Settings:
     )
     db_statement_timeout_seconds: float = field(
         default=60.0, metadata=_about("longest statement in the job store", minimum=1)
+    )
+    run_schedules: bool = field(
+        default=True,
+        metadata=_about("fire due schedules in this worker or serve process (any number may)"),
     )
     db_pool_size: int = field(
         default=8,

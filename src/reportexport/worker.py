@@ -29,6 +29,7 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -145,11 +146,14 @@ class Worker:
         *,
         lease_queue: JobQueue | None = None,
         restart_loops: bool = True,
+        also: Sequence[tuple[str, Callable[[], float]]] = (),
     ) -> None:
         """`lease_queue`: the queue the lease loop renews through, ideally on a connection of
         its own (default: `store.queue`). `restart_loops`: restart a loop that fails
         unexpectedly (`serve`), or stop the worker and let `run_until_signal` return 1 (a
-        supervised `worker` process)."""
+        supervised `worker` process). `also`: more loops to run and supervise beside the
+        worker's own (the scheduler), as (name, step) with step returning its delay."""
+        self.also = tuple(also)
         self.queue = store.queue
         self.jobs = store.jobs
         self.heartbeats = store.heartbeats
@@ -190,6 +194,8 @@ class Worker:
         self.loops.start("leases", self._leases, max_delay=1.0)
         self.loops.start("progress", self._progress, max_delay=5.0)
         self.loops.start("housekeeping", self._housekeeping)
+        for name, step in self.also:
+            self.loops.start(name, step)
 
     def publish_caps(self) -> None:
         """The catalog's max_concurrent of each source becomes the database's, which every

@@ -92,8 +92,18 @@ def creators(world: dict[str, Any]) -> dict[str, Create]:
         return client.post(f"/jobs/{first_job(world)}/rerun", data={"key": key or ""},
                            headers=cookie(world), follow_redirects=False)  # fmt: skip
 
+    def schedule_run(key: str | None) -> httpx.Response:
+        extra = {"Idempotency-Key": key} if key else {}
+        mine = client.get("/api/schedules", headers=bearer(world)).json()
+        if not mine:
+            body = {**BODY, "cron": "0 8 * * *", "time_zone": "UTC"}
+            mine = [client.post("/api/schedules", json=body, headers=bearer(world)).json()]
+        path = f"/api/schedules/{mine[0]['id']}/run"
+        return client.post(path, headers={**bearer(world), **extra})
+
     return {
         "POST /api/exports": api_create,
+        "POST /api/schedules/{schedule_id}/run": schedule_run,
         "POST /api/exports/{job_id}/rerun": api_rerun,
         "POST /exports/new": dashboard_create,
         "POST /jobs/{job_id}/rerun": dashboard_rerun,
@@ -120,7 +130,7 @@ def test_the_creating_routes_are_exactly_the_ones_checked(
         if label in known:
             known[label](None)
         else:  # anything else, called as a person would with a real job's id
-            path = route.path.format(job_id=first_job(world), endpoint_id=1,
+            path = route.path.format(job_id=first_job(world), endpoint_id=1, schedule_id=1,
                                      effect="emit_failed_webhook")  # fmt: skip
             world["client"].post(path, json=BODY, headers={**bearer(world), **cookie(world)})
         if count(world) > before:

@@ -20,13 +20,17 @@ PUBLIC = {
 BODIES: dict[str, Any] = {
     "POST /api/exports": {"saved_query": "products", "parameters": {"category": "toys"}},
     "POST /api/webhooks": {"url": "https://hooks.example.com/in"},
-}
+    "POST /api/schedules": {"saved_query": "products", "parameters": {"category": "toys"},
+                            "cron": "0 8 * * *", "time_zone": "UTC"},
+}  # fmt: skip
 
 
 def operations(client: Any) -> list[tuple[str, str]]:
+    """Every authenticated operation, deletions last so that the rest find what they act on."""
     schema = client.get("/openapi.json").json()
-    return [(method.upper(), path) for path, item in schema["paths"].items() for method in item
-            if path not in PUBLIC]  # fmt: skip
+    found = [(method.upper(), path) for path, item in schema["paths"].items() for method in item
+             if path not in PUBLIC]  # fmt: skip
+    return sorted(found, key=lambda operation: operation[0] == "DELETE")
 
 
 def call(client: Any, method: str, path: str, headers: dict[str, str], ids: dict[str, Any]) -> Any:
@@ -41,8 +45,10 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
     job_id = create(api).json()["id"]
     endpoint = api["db"].endpoints.add_webhook_endpoint(owner="alice", url="https://h.example.com/x",
                                               secret=new_secret())  # fmt: skip
+    schedule = api["client"].post("/api/schedules", json=BODIES["POST /api/schedules"],
+                                  headers=auth(api, "alice")).json()  # fmt: skip
     ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
-           "effect": "emit_failed_webhook"}  # fmt: skip
+           "effect": "emit_failed_webhook", "schedule_id": schedule["id"]}  # fmt: skip
     return {**api, "ids": ids}
 
 
@@ -61,7 +67,7 @@ def test_every_operation_needs_a_valid_token(matrix: dict[str, Any]) -> None:
 def test_another_users_things_do_not_exist_for_them(matrix: dict[str, Any]) -> None:
     client = matrix["client"]
     for method, path in operations(client):
-        if "{job_id}" not in path and "{endpoint_id}" not in path:
+        if not any(f"{{{name}}}" in path for name in ("job_id", "endpoint_id", "schedule_id")):
             continue
         bob = call(client, method, path, auth(matrix, "bob"), matrix["ids"])
         expected = {403} if "/redrive" in path else {404}

@@ -25,6 +25,9 @@ from reportexport.store import Database, open_database
 from tests.exports import reader_table
 from tests.store.conftest import (  # noqa: F401 - fixtures shared with the store suite
     GRAPH,
+    backend,
+    database_url,
+    db,
     empty_postgres_url,
     postgres_server,
     postgres_url,

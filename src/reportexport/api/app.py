@@ -15,7 +15,7 @@ from reportexport.api import problems
 from reportexport.api.deps import AppParts
 from reportexport.api.head import HeadAsGet
 from reportexport.api.openapi import refined_schema
-from reportexport.api.routes import exports, health, webhooks
+from reportexport.api.routes import exports, health, schedules, webhooks
 from reportexport.dashboard.routes import router as dashboard
 
 DESCRIPTION = """Asynchronous CSV exports of saved queries on a frozen job lifecycle.
@@ -27,7 +27,7 @@ and a job store or object store that does not answer 503 with `Retry-After`.
 """
 
 
-ROUTERS = (health.router, exports.router, webhooks.router, dashboard)
+ROUTERS = (health.router, exports.router, schedules.router, webhooks.router, dashboard)
 
 
 def create_app(parts: AppParts) -> FastAPI:

@@ -12,8 +12,9 @@ from fastapi import Path as PathParam
 from reportexport.api.problems import ProblemError
 from reportexport.graph import Graph
 from reportexport.records import Heartbeat, MetricsSnapshot, User
-from reportexport.services.exports import MAX_ID, ExportService
+from reportexport.services.exports import KEY_PATTERN, MAX_ID, MAX_KEY_LENGTH, ExportService
 from reportexport.services.people import PeopleService
+from reportexport.services.schedules import ScheduleService
 from reportexport.services.webhooks import WebhookService
 
 SESSION_COOKIE = "rx_token"
@@ -26,6 +27,7 @@ class AppParts:
     exports: ExportService
     webhooks: WebhookService
     people: PeopleService
+    schedules: ScheduleService
     graph: Graph
     ready: Callable[[], bool]
     metrics: Callable[[], MetricsSnapshot]
@@ -62,3 +64,14 @@ Parts = Annotated[AppParts, Depends(parts)]
 CurrentUser = Annotated[User, Depends(current_user)]
 JobIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the job's id")]
 EndpointIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the endpoint's id")]
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        min_length=1,
+        max_length=MAX_KEY_LENGTH,
+        pattern=KEY_PATTERN,
+        description="a retried request with the same key returns the job the first one made",
+    ),
+]

@@ -13,7 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from reportexport.graph import Graph
-from reportexport.records import Heartbeat, MetricsSnapshot
+from reportexport.records import Heartbeat, MetricsSnapshot, ScheduleTotals
 
 
 class StoreCollector(Collector):
@@ -71,6 +71,7 @@ class StoreCollector(Collector):
             value=snapshot.oldest_queued_seconds,
         )
         yield from self._sharing(snapshot)
+        yield from self._schedules(snapshot)
         yield from self._processes()
 
     def _sharing(self, snapshot: MetricsSnapshot) -> Iterator[Metric]:
@@ -98,6 +99,29 @@ class StoreCollector(Collector):
             "reportexport_longest_owner_queue", "Queued exports of the person with the most",
             value=snapshot.longest_owner_queue,
         )  # fmt: skip
+
+    def _schedules(self, snapshot: MetricsSnapshot) -> Iterator[Metric]:
+        """Schedules and their firings as counts (a schedule has no status, so no label)."""
+        totals = snapshot.schedules or ScheduleTotals()
+        gauges = (
+            ("reportexport_schedules_firing", "Schedules that will fire", totals.firing),
+            ("reportexport_schedules_paused", "Schedules paused", totals.paused),
+            ("reportexport_schedules_ended", "Schedules with no time left", totals.ended),
+        )
+        for name, text, value in gauges:
+            yield GaugeMetricFamily(name, text, value=value)
+        counters = (
+            ("reportexport_schedule_firings", "Firings of schedules", totals.firings),
+            ("reportexport_schedule_firing_jobs", "Firings that made a job", totals.firing_jobs),
+            ("reportexport_schedule_firing_refusals",
+             "Firings that made no job (a limit, parameters that no longer validate)",
+             totals.firing_refusals),
+            ("reportexport_schedule_missed_times",
+             "Times skipped after downtime (each schedule fired once for its latest)",
+             totals.missed),
+        )  # fmt: skip
+        for name, text, value in counters:
+            yield CounterMetricFamily(name, text, value=value)
 
     def _processes(self) -> Iterator[Metric]:
         """Each process's heartbeat: its age, its exports, whether its claims are paused."""

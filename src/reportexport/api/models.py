@@ -12,8 +12,9 @@ from reportexport.lifecycle import Actor, Effect, Status
 
 if TYPE_CHECKING:
     from reportexport.catalog import SavedQuery
-    from reportexport.records import Job, WebhookEndpoint
+    from reportexport.records import Firing, Job, WebhookEndpoint
     from reportexport.services.exports import JobView
+    from reportexport.services.schedules import ScheduleView
     from reportexport.services.webhooks import TestDelivery
 
 JobStatus = Status
@@ -71,6 +72,7 @@ class JobOut(BaseModel):
     error_message: str | None
     rerun_of: int | None
     requested_by: str | None = Field(description="who asked for the job, if not its owner")
+    schedule_id: int | None = Field(default=None, description="the schedule that made the job")
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -98,6 +100,7 @@ class JobOut(BaseModel):
             error_message=job.error_message,
             rerun_of=job.rerun_of,
             requested_by=job.requested_by if job.requested_by != job.owner else None,
+            schedule_id=job.schedule_id,
         )
 
 
@@ -150,16 +153,52 @@ class DownloadOut(BaseModel):
     at: datetime
 
 
+class FiringOut(BaseModel):
+    """One scheduled time of a schedule: the job it made, or why it made none."""
+
+    schedule_id: int
+    scheduled_for: datetime
+    fired_at: datetime
+    manual: bool = Field(description="made by run now, not by the cron")
+    missed: int = Field(description="earlier times skipped after downtime (fired once instead)")
+    job_id: int | None
+    query_hash: str | None = Field(description="the saved query's content hash the job ran")
+    refusal_code: str | None = Field(
+        description="why no job was made: max_active, max_recent, invalid_parameters, ..."
+    )
+    refusal: str | None
+
+    @classmethod
+    def of(cls, firing: Firing) -> FiringOut:
+        return cls(
+            schedule_id=firing.schedule_id,
+            scheduled_for=firing.scheduled_for,
+            fired_at=firing.fired_at,
+            manual=firing.manual,
+            missed=firing.missed,
+            job_id=firing.job_id,
+            query_hash=firing.query_hash,
+            refusal_code=firing.refusal_code,
+            refusal=firing.refusal,
+        )
+
+
 class JobDetailOut(BaseModel):
     job: JobOut
     history: list[TransitionOut]
     side_effects: list[SideEffectOut]
     downloads: list[DownloadOut] = Field(default_factory=list)
+    firing: FiringOut | None = Field(
+        default=None,
+        description="the schedule's firing that created the job (creation is not a status "
+        "change, so it is not in the history)",
+    )
 
     @classmethod
     def of(cls, view: JobView) -> JobDetailOut:
         detail = view.detail
         return cls(
+            firing=FiringOut.of(view.firing) if view.firing is not None else None,
             downloads=[DownloadOut(person=p, at=at) for p, at in view.downloads],
             job=JobOut.of(detail.job),
             history=[
@@ -186,6 +225,76 @@ class JobDetailOut(BaseModel):
                 )
                 for e in detail.side_effects
             ],
+        )
+
+
+class ScheduleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    saved_query: str = Field(min_length=1, max_length=100)
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="values as for an export; a date or timestamp parameter may take "
+        '{"relative": "yesterday"} (also "today", "N days ago", "start of this week", '
+        '"start of last week", "end of last week", "start of this month", "start of last '
+        'month", "end of last month", "start of this year", "start of last year", "end of last '
+        'year"), evaluated in the time zone when the schedule fires',
+    )
+    cron: str = Field(
+        min_length=9, max_length=200,
+        description="minute hour day month weekday (or seconds first, six fields)",
+        examples=["0 8 * * *"],
+    )  # fmt: skip
+    time_zone: str = Field(
+        min_length=1, max_length=64, description="an IANA time zone", examples=["Europe/Paris"]
+    )
+    ends_at: datetime | None = Field(default=None, description="no firing after this moment")
+
+
+class NextTimeOut(BaseModel):
+    at: datetime = Field(description="the instant, in UTC")
+    local: datetime = Field(description="the same instant in the schedule's time zone")
+
+
+class ScheduleOut(BaseModel):
+    id: int
+    owner: str
+    saved_query: str
+    parameters: dict[str, Any]
+    cron: str
+    description: str = Field(description="the cron expression in words, with its time zone")
+    time_zone: str
+    ends_at: datetime | None
+    next_fire_at: datetime | None = Field(description="None when paused or ended")
+    next_times: list[NextTimeOut]
+    paused_at: datetime | None
+    pause_reason: str | None
+    created_at: datetime
+    created_by: str
+    firings: list[FiringOut] = Field(description="the most recent firings, newest first")
+
+    @classmethod
+    def of(cls, view: ScheduleView) -> ScheduleOut:
+        from zoneinfo import ZoneInfo
+
+        schedule = view.schedule
+        zone = ZoneInfo(schedule.time_zone)
+        return cls(
+            id=schedule.id,
+            owner=schedule.owner,
+            saved_query=schedule.saved_query,
+            parameters=dict(schedule.parameters),
+            cron=schedule.cron,
+            description=view.description,
+            time_zone=schedule.time_zone,
+            ends_at=schedule.ends_at,
+            next_fire_at=schedule.next_fire_at if schedule.paused_at is None else None,
+            next_times=[NextTimeOut(at=t, local=t.astimezone(zone)) for t in view.next_times],
+            paused_at=schedule.paused_at,
+            pause_reason=schedule.pause_reason,
+            created_at=schedule.created_at,
+            created_by=schedule.created_by,
+            firings=[FiringOut.of(f) for f in view.firings],
         )
 
 

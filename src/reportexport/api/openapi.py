@@ -15,6 +15,7 @@ from fastapi.openapi.utils import get_openapi
 
 from reportexport.api.deps import AppParts
 from reportexport.parameter_schema import parameters_schema
+from reportexport.schedules import RELATIVE_DATES, RELATIVE_PATTERN, TIME_ZONE_PATTERN
 from reportexport.webhooks.ssrf import webhook_url_pattern
 
 
@@ -46,6 +47,7 @@ def refined_schema(app: FastAPI, parts: AppParts) -> dict[str, Any]:
         ]
         or [{"not": {}}],
     }
+    components["ScheduleIn"] = _schedule_schema(components["ScheduleIn"], queries)
     webhook = components["WebhookIn"]
     private = parts.webhooks.allow_private
     webhook["properties"]["url"] = {
@@ -64,6 +66,60 @@ def refined_schema(app: FastAPI, parts: AppParts) -> dict[str, Any]:
             if parameter["name"] == "name":
                 parameter["schema"] = {"type": "string", "enum": names}
     return schema
+
+
+def _schedule_schema(generated: dict[str, Any], queries: list[Any]) -> dict[str, Any]:
+    """One alternative per saved query, as for an export, where a date or timestamp parameter
+    may also be relative; the time zone shaped like an IANA name (which is checked)."""
+    common = {
+        name: field
+        for name, field in generated["properties"].items()
+        if name not in ("saved_query", "parameters")
+    }
+    common["time_zone"] = {**common["time_zone"], "pattern": TIME_ZONE_PATTERN}
+    relative = {
+        "type": "object",
+        "properties": {
+            "relative": {
+                "anyOf": [
+                    {"enum": list(RELATIVE_DATES)},
+                    {"type": "string", "pattern": RELATIVE_PATTERN},
+                ]
+            }
+        },
+        "required": ["relative"],
+        "additionalProperties": False,
+        "description": "evaluated in the schedule's time zone when it fires",
+    }
+    alternatives = []
+    for query in queries:
+        parameters = parameters_schema(query.parameters)
+        for name, spec in query.parameters.items():
+            if spec.type in ("date", "timestamp"):
+                parameters["properties"][name] = {
+                    "anyOf": [parameters["properties"][name], relative]
+                }
+        alternatives.append(
+            {
+                "type": "object",
+                "title": query.title,
+                "properties": {
+                    "saved_query": {"const": query.name},
+                    "parameters": parameters,
+                    **common,
+                },
+                "required": sorted(
+                    {"saved_query", *generated.get("required", ())}
+                    | ({"parameters"} if _requires_parameters(query) else set())
+                ),
+                "additionalProperties": False,
+            }
+        )
+    return {
+        "title": "ScheduleIn",
+        "description": "A saved query of the catalog, its parameters, and when to run it.",
+        "oneOf": alternatives or [{"not": {}}],
+    }
 
 
 def _requires_parameters(query: Any) -> bool:

@@ -114,6 +114,8 @@ def event_payload(ctx: Context, job: Job, event_type: str, now: datetime) -> dic
         "created_at": job.created_at.isoformat(),
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
     }
+    if job.schedule_id is not None:
+        data["schedule_id"] = job.schedule_id
     if event_type == "export.succeeded" and job.object_key is not None:
         expires = now + timedelta(seconds=ctx.link_seconds)
         if job.object_expires_at is not None:

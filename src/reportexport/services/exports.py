@@ -29,8 +29,9 @@ from reportexport.job_status import STATES
 from reportexport.lifecycle import EFFECTS
 from reportexport.links import LinkError, verify_download
 from reportexport.objects import ObjectKeyError, ObjectStore
-from reportexport.parameters import ParameterError
+from reportexport.parameters import ParameterError, validate
 from reportexport.records import (
+    Firing,
     Job,
     JobDetail,
     JobFilter,
@@ -86,6 +87,10 @@ class DownloadLog(Protocol):
     def job_downloads(self, job_id: int) -> list[tuple[str, datetime]]: ...
 
 
+class FiringLog(Protocol):
+    def firing_of_job(self, job_id: int) -> Firing | None: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Fairness:
     """Per-owner limits: at most `max_active` queued or running at once, and at most
@@ -108,6 +113,7 @@ class JobView:
 
     detail: JobDetail
     downloads: list[tuple[str, datetime]]
+    firing: Firing | None = None  # the schedule's firing that made the job
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,8 +147,10 @@ class ExportService:
         fairness: Fairness | None = None,
         link_seconds: int = 3600,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        firings: FiringLog | None = None,
     ) -> None:
         self.jobs = jobs
+        self.firings = firings
         self.effects = effects
         self.downloads = downloads
         self.catalog = catalog
@@ -197,6 +205,55 @@ class ExportService:
             from_text=from_text,
         )
         return self._insert(new)
+
+    def check_parameters(self, saved_query: str, parameters: Mapping[str, Any]) -> None:
+        """ParameterError unless `parameters` (typed JSON values) fit `saved_query`."""
+        validate(self.saved_query(saved_query).parameters, parameters, from_text=False)
+
+    def create_scheduled(
+        self,
+        owner: str,
+        saved_query: str,
+        parameters: Mapping[str, Any],
+        *,
+        schedule_id: int,
+        key: str,
+        person: Person | None = None,
+        idempotency_key: str | None = None,
+    ) -> Created:
+        """A schedule's job for its owner, under the owner's limits, once per `key` (the
+        firing), or once per `person`'s `idempotency_key` when they ran it by hand:
+        ParameterError when the parameters no longer validate, OverLimitError at a limit,
+        NotFoundError when the saved query left the catalog."""
+        query = self.catalog.queries.get(saved_query)
+        if query is None:
+            gone = f"the saved query {quoted(saved_query)} is no longer in the catalog"
+            raise NotFoundError(gone)
+        new = new_export(
+            query,
+            parameters,
+            owner=owner,
+            requested_by=owner if person is None else person.name,
+            idempotency_key=self._firing_key(schedule_id, key, person, idempotency_key, owner),
+            schedule_id=schedule_id,
+        )
+        return self._insert(new)
+
+    @staticmethod
+    def _firing_key(
+        schedule_id: int, key: str, person: Person | None, given: str | None, owner: str
+    ) -> str | None:
+        """A person's own key when they gave one; otherwise the firing's, which holds a
+        newline (that no key sent over HTTP can) so that no request can take a firing's key."""
+        if person is not None and given is not None:
+            return _scoped_key(_idempotency_key(given), person.name, owner)
+        return f"schedule {schedule_id}\n{key}"
+
+    def job_by_key(self, person: Person, owner: str, idempotency_key: str) -> Job | None:
+        """The job `person`'s earlier request with this key made for `owner`, if any."""
+        key = _scoped_key(_idempotency_key(idempotency_key), person.name, owner)
+        assert key is not None
+        return self.jobs.job_by_key(owner, key)
 
     def rerun(self, person: Person, job_id: int, *, idempotency_key: str | None = None) -> Created:
         """The job again, as the catalog has its saved query now, for the job's owner."""
@@ -270,7 +327,12 @@ class ExportService:
         detail = self._detail(job_id)
         if not is_operator(person) and detail.job.owner != person.name:
             raise NotFoundError(f"no export {job_id}")  # another person's job does not exist
-        return JobView(detail=detail, downloads=self.downloads.job_downloads(detail.job.id))
+        firing = None
+        if detail.job.schedule_id is not None and self.firings is not None:
+            firing = self.firings.firing_of_job(detail.job.id)
+        return JobView(
+            detail=detail, downloads=self.downloads.job_downloads(detail.job.id), firing=firing
+        )
 
     def jobs_of(
         self,

@@ -5,7 +5,8 @@
 `Database` made of roles, each holding the driver: `jobs` (what people do to jobs), `queue`
 (what workers do), `effects` (side-effect rows), `endpoints` (webhook endpoints and
 deliveries), `users`, `heartbeats`, `caps` (sources' max_concurrent), `metrics`,
-`retention` (purges) and `schema` (upgrade, check, probe). A consumer takes the role it uses.
+`retention` (purges), `schedules` and `schema` (upgrade, check, probe). A consumer takes the
+role it uses.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from reportexport.store.metrics import Metrics
 from reportexport.store.migrator import Schema
 from reportexport.store.queue import JobQueue
 from reportexport.store.retention import Retention
+from reportexport.store.schedules import ScheduleStore
 from reportexport.store.users import UserExistsError, Users
 
 __all__ = [
@@ -86,6 +88,7 @@ __all__ = [
     "OwnerLimits",
     "PublishedObject",
     "Retention",
+    "ScheduleStore",
     "Schema",
     "SchemaMismatchError",
     "SideEffect",
@@ -122,6 +125,7 @@ class Database:
         self.caps = SourceCaps(driver)
         self.metrics = Metrics(driver)
         self.retention = Retention(driver)
+        self.schedules = ScheduleStore(driver)
         self.schema = Schema(driver, graph)
 
     def close(self) -> None:

@@ -55,6 +55,7 @@ class JobStore:
             "rerun_of": new.rerun_of,
             "idempotency_key": new.idempotency_key,
             "requested_by": new.requested_by,
+            "schedule_id": new.schedule_id,
             "status": self.graph.initial,
         }
         with self.driver.write() as session:
@@ -69,6 +70,13 @@ class JobStore:
             if row is None:
                 raise StoreError("the idempotency key's job vanished")
             return self._job(session, row["id"]), True
+
+    def job_by_key(self, owner: str, idempotency_key: str) -> Job | None:
+        """The job of `owner` that a request with this idempotency key created, if any."""
+        params = {"owner": owner, "idempotency_key": idempotency_key}
+        with self.driver.read() as session:
+            row = session.row("job_by_idempotency_key", params)
+        return None if row is None else self.codec.record(Job, row)
 
     def _check_limits(self, session: Session, owner: str, limits: OwnerLimits) -> None:
         params = {"owner": owner, "since": self.codec.moment(limits.since)}

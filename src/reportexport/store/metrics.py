@@ -8,12 +8,14 @@ from typing import Any
 from reportexport.records import MetricsSnapshot
 from reportexport.store.caps import SourceCaps
 from reportexport.store.driver import Driver, Row
+from reportexport.store.schedules import ScheduleStore
 
 
 class Metrics:
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
         self.caps = SourceCaps(driver)
+        self.schedules = ScheduleStore(driver)
 
     def metrics_snapshot(self) -> MetricsSnapshot:
         with self.driver.read() as session:
@@ -24,6 +26,7 @@ class Metrics:
             waiting = session.row("waiting_owners")
             oldest = session.row("oldest_queued")
             caps = self.caps.read(session)
+            schedules = self.schedules.read_totals(session)
         return MetricsSnapshot(
             jobs_by_status={r["status"]: int(r["n"]) for r in by_status},
             transitions={
@@ -39,6 +42,7 @@ class Metrics:
             owners_waiting=int(_value(waiting, "owners") or 0),
             longest_owner_queue=int(_value(waiting, "longest") or 0),
             oldest_queued_seconds=max(0.0, float(_value(oldest, "seconds") or 0.0)),
+            schedules=schedules,
         )
 
 

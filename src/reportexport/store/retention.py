@@ -39,6 +39,7 @@ class Retention:
                 "downloads": session.count("purge_downloads", params),
                 "history_rows": session.count("purge_history", params),
                 "side_effect_rows": session.count("purge_side_effects", params),
+                "schedule_firings": session.count("purge_firings", params),
                 "reruns_unlinked": session.count("purge_unlink_reruns", params),
                 "jobs": session.count("purge_jobs", params),
             }

@@ -10,9 +10,11 @@ from typing import Any
 
 from reportexport.records import (
     ClaimedJob,
+    Firing,
     HistoryEntry,
     Job,
     Purge,
+    Schedule,
     SideEffect,
     User,
     WebhookDelivery,
@@ -28,6 +30,8 @@ RECORDS = (
     WebhookDelivery,
     User,
     Purge,
+    Schedule,
+    Firing,
 )
 TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type)) for cls in RECORDS
@@ -53,4 +57,6 @@ def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> A
     for name in ("columns", "column_types"):
         if values.get(name) is not None:
             values[name] = tuple(values[name])
+    if "manual" in values:  # SQLite keeps a boolean as 0 or 1
+        values["manual"] = bool(values["manual"])
     return cls(**values)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
-from reportexport.api.deps import CurrentUser, JobIdIn, Parts
+from reportexport.api.deps import CurrentUser, IdempotencyKey, JobIdIn, Parts
 from reportexport.api.head import is_head
 from reportexport.api.models import (
     CsvSchemaOut,
@@ -21,24 +21,13 @@ from reportexport.api.models import (
 )
 from reportexport.api.problems import require_json
 from reportexport.services.exports import (
-    KEY_PATTERN,
     MAX_ID,
-    MAX_KEY_LENGTH,
     MAX_PAGE,
     StoredFile,
 )
 
 router = APIRouter(responses=problems(405, 503))  # a wrong method; an outage
 
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        min_length=1,
-        max_length=MAX_KEY_LENGTH,
-        pattern=KEY_PATTERN,
-        description="a retried request with the same key returns the job the first one made",
-    ),
-]
 JOB_LINKS = {
     name: {"operationId": operation, "parameters": {"job_id": "$response.body#/id"}}
     for name, operation in (
@@ -52,7 +41,7 @@ JOB_LINKS = {
 }
 
 
-def _created(description: str, *statuses: int) -> dict[int | str, dict[str, Any]]:
+def job_created(description: str, *statuses: int) -> dict[int | str, dict[str, Any]]:
     """A new job (201) or, for a repeated Idempotency-Key, the earlier one (200)."""
     again = "The job an earlier request with this Idempotency-Key created"
     return {
@@ -91,7 +80,7 @@ def saved_query(name: str, parts: Parts, user: CurrentUser) -> SavedQueryOut:
     tags=["exports"],
     operation_id="create_export",
     dependencies=[Depends(require_json)],
-    responses=_created("The new job, queued", 400, 401, 409, 415, 422, 429),
+    responses=job_created("The new job, queued", 400, 401, 409, 415, 422, 429),
 )
 def create_export(
     body: ExportIn,
@@ -160,7 +149,7 @@ def cancel_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobOut:
     status_code=201,
     tags=["exports"],
     operation_id="rerun_export",
-    responses=_created("The new job, owned by the old job's owner", 401, 404, 409, 422, 429),
+    responses=job_created("The new job, owned by the old job's owner", 401, 404, 409, 422, 429),
 )
 def rerun_export(
     job_id: JobIdIn,

@@ -12,9 +12,9 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 -- Insert a queued job, its turn being how many unfinished jobs its owner has (claims go in
 -- turns); with an idempotency key already used by this owner, insert nothing.
 INSERT INTO jobs (owner, saved_query, source, query_sql, query_hash, parameters, options,
-                  rerun_of, idempotency_key, requested_by, status, turn)
+                  rerun_of, idempotency_key, requested_by, schedule_id, status, turn)
 VALUES (:owner, :saved_query, :source, :query_sql, :query_hash, :parameters, :options,
-        :rerun_of, :idempotency_key, :requested_by, :status,
+        :rerun_of, :idempotency_key, :requested_by, :schedule_id, :status,
         (SELECT count(*) FROM jobs WHERE owner = :owner AND finished_at IS NULL))
 ON CONFLICT (owner, idempotency_key) DO NOTHING
 RETURNING id;
@@ -386,6 +386,10 @@ DELETE FROM job_history WHERE job_id IN (SELECT id FROM jobs WHERE finished_at <
 -- Side-effect rows of the jobs a purge removes.
 DELETE FROM job_side_effects WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
 
+-- purge_firings --
+-- Schedule firings that made the jobs a purge removes.
+DELETE FROM schedule_firings WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
+
 -- purge_unlink_reruns --
 -- A kept job that reran a removed one keeps no link to it.
 UPDATE jobs SET rerun_of = NULL
@@ -400,10 +404,115 @@ DELETE FROM jobs WHERE finished_at < :before;
 UPDATE job_purges
    SET completed_at = {now}, jobs = :jobs, history_rows = :history_rows,
        side_effect_rows = :side_effect_rows, deliveries = :deliveries,
-       downloads = :downloads, reruns_unlinked = :reruns_unlinked
+       downloads = :downloads, reruns_unlinked = :reruns_unlinked,
+       schedule_firings = :schedule_firings
  WHERE id = :id
 RETURNING *;
 
 -- purges --
 -- Every purge, newest first.
 SELECT * FROM job_purges ORDER BY id DESC;
+
+-- create_schedule --
+-- A new schedule; its first firing time is computed by the caller.
+INSERT INTO schedules (owner, saved_query, parameters, cron, time_zone, ends_at, next_fire_at,
+                       created_by)
+VALUES (:owner, :saved_query, :parameters, :cron, :time_zone, :ends_at, :next_fire_at,
+        :created_by)
+RETURNING *;
+
+-- schedules_of_owner --
+-- How many schedules an owner has (the per-person limit).
+SELECT count(*) AS n FROM schedules WHERE owner = :owner AND deleted_at IS NULL;
+
+-- get_schedule --
+-- One schedule by id, unless deleted.
+SELECT * FROM schedules WHERE id = :id AND deleted_at IS NULL;
+
+-- list_schedules --
+-- An owner's schedules, or everyone's when owner is NULL; newest first.
+SELECT * FROM schedules
+ WHERE deleted_at IS NULL AND (CAST(:owner AS TEXT) IS NULL OR owner = :owner)
+ ORDER BY id DESC LIMIT :limit;
+
+-- pause_schedule --
+-- Stop firing until resumed, with the reason shown on the schedule.
+UPDATE schedules SET paused_at = :now, pause_reason = :reason
+ WHERE id = :id AND deleted_at IS NULL AND paused_at IS NULL
+RETURNING *;
+
+-- resume_schedule --
+-- Fire again, from the next time after now (paused times are not caught up).
+UPDATE schedules SET paused_at = NULL, pause_reason = NULL, next_fire_at = :next_fire_at
+ WHERE id = :id AND deleted_at IS NULL AND paused_at IS NOT NULL
+RETURNING *;
+
+-- delete_schedule --
+-- A schedule is removed from view and never fires again; its firings and jobs stay.
+UPDATE schedules SET deleted_at = :now, next_fire_at = NULL
+ WHERE id = :id AND deleted_at IS NULL
+RETURNING id;
+
+-- due_schedules --
+-- Schedules whose next firing time has come.
+SELECT * FROM schedules
+ WHERE next_fire_at <= :now AND paused_at IS NULL AND deleted_at IS NULL
+ ORDER BY next_fire_at LIMIT :limit;
+
+-- advance_schedule --
+-- Move a due schedule to its next time, if no other process has (compare-and-set): the
+-- process that moves it is the one that fires it.
+UPDATE schedules SET next_fire_at = :next_fire_at
+ WHERE id = :id AND next_fire_at = :expected AND paused_at IS NULL AND deleted_at IS NULL
+RETURNING id;
+
+-- record_firing --
+-- A firing, unique by (schedule, scheduled time); nothing when it exists already. fired_at is
+-- the scheduler's clock, which also decides when an unsettled firing is taken up again.
+INSERT INTO schedule_firings (schedule_id, scheduled_for, fired_at, fired_by, manual, missed)
+VALUES (:schedule_id, :scheduled_for, :fired_at, :fired_by, :manual, :missed)
+ON CONFLICT (schedule_id, scheduled_for) DO NOTHING
+RETURNING *;
+
+-- settle_firing_job --
+-- The job a firing made, and the content hash of the query it ran.
+UPDATE schedule_firings SET job_id = :job_id, query_hash = :query_hash
+ WHERE schedule_id = :schedule_id AND scheduled_for = :scheduled_for
+   AND job_id IS NULL AND refusal_code IS NULL
+RETURNING schedule_id;
+
+-- settle_firing_refusal --
+-- Why a firing made no job (the owner's cap or rate, parameters that no longer validate).
+UPDATE schedule_firings SET refusal_code = :refusal_code, refusal = :refusal
+ WHERE schedule_id = :schedule_id AND scheduled_for = :scheduled_for
+   AND job_id IS NULL AND refusal_code IS NULL
+RETURNING schedule_id;
+
+-- unsettled_firings --
+-- Firings whose process stopped between recording them and making their job.
+SELECT * FROM schedule_firings
+ WHERE job_id IS NULL AND refusal_code IS NULL AND fired_at < :before
+ ORDER BY fired_at LIMIT :limit;
+
+-- firings_of_schedule --
+-- A schedule's most recent firings.
+SELECT * FROM schedule_firings WHERE schedule_id = :schedule_id
+ ORDER BY scheduled_for DESC LIMIT :limit;
+
+-- firing_of_job --
+-- The firing that made a job, if a schedule made it.
+SELECT * FROM schedule_firings WHERE job_id = :job_id;
+
+-- schedule_totals --
+-- Schedules firing, paused and ended; firings, their jobs and refusals; skipped times
+-- (metrics: counts, no state label).
+SELECT (SELECT count(*) FROM schedules
+         WHERE deleted_at IS NULL AND paused_at IS NULL AND next_fire_at IS NOT NULL) AS firing,
+       (SELECT count(*) FROM schedules
+         WHERE deleted_at IS NULL AND paused_at IS NOT NULL) AS paused,
+       (SELECT count(*) FROM schedules
+         WHERE deleted_at IS NULL AND paused_at IS NULL AND next_fire_at IS NULL) AS ended,
+       (SELECT count(*) FROM schedule_firings) AS firings,
+       (SELECT count(job_id) FROM schedule_firings) AS firing_jobs,
+       (SELECT count(refusal_code) FROM schedule_firings) AS firing_refusals,
+       (SELECT coalesce(sum(missed), 0) FROM schedule_firings) AS missed;

@@ -1,0 +1,322 @@
+"""Scheduled exports: the same saved query on a cron, an ordinary job at each firing.
+
+Every entry point (API, command line, dashboard) and the scheduler loop call this service.
+A firing creates its job through the export service, so validation, the owner's limits and
+idempotency hold as for any export; the job's idempotency key is the firing's, so a firing
+retried after a crash still makes one job. What a firing could not do is recorded on it:
+the owner's limits (the schedule keeps firing), or parameters that no longer validate and a
+saved query that left the catalog (the schedule pauses itself, with the reason).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from reportexport.catalog import Catalog
+from reportexport.parameters import ParameterError
+from reportexport.records import Firing, Schedule
+from reportexport.schedules import Cron, ScheduleError, is_relative, resolve
+from reportexport.services.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    OverLimitError,
+)
+from reportexport.services.exports import Created, ExportService, Person, is_operator
+from reportexport.store import ScheduleStore
+from reportexport.text import quoted
+
+log = logging.getLogger("reportexport.schedules")
+
+NEXT_SHOWN = 5
+# A firing left with neither a job nor a refusal this long (its process stopped in between) is
+# taken up again by any scheduler; its job's idempotency key keeps it to one job.
+UNSETTLED_AFTER = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleLimits:
+    max_per_person: int = 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleView:
+    """A schedule with what people look for: its cron in words, its next firing times and
+    its recent firings."""
+
+    schedule: Schedule
+    description: str
+    next_times: list[datetime]
+    firings: list[Firing]
+
+
+class ScheduleService:
+    def __init__(
+        self,
+        *,
+        schedules: ScheduleStore,
+        exports: ExportService,
+        catalog: Catalog,
+        limits: ScheduleLimits | None = None,
+        process: str = "scheduler",
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.schedules = schedules
+        self.exports = exports
+        self.catalog = catalog
+        self.limits = limits or ScheduleLimits()
+        self.process = process
+        self.clock = clock
+
+    # -- what people do ------------------------------------------------------------------------
+
+    def create(
+        self,
+        person: Person,
+        saved_query: str,
+        parameters: Mapping[str, Any],
+        *,
+        cron: str,
+        time_zone: str,
+        ends_at: datetime | None = None,
+    ) -> ScheduleView:
+        """A schedule of `saved_query` owned by `person`; its parameters are checked now as a
+        firing would resolve them."""
+        now = self.clock()
+        parsed = _cron(cron, time_zone)
+        query = self.catalog.queries.get(saved_query)
+        if query is None:
+            raise InvalidInputError(
+                "saved_query", "unknown", f"no saved query {quoted(saved_query)}",
+                title="Unknown saved query",
+            )  # fmt: skip
+        if ends_at is not None and (ends_at.tzinfo is None or ends_at <= now):
+            raise InvalidInputError(
+                "ends_at", "future", "ends_at is a moment with its UTC offset, in the future"
+            )
+        first = parsed.next_after(now)
+        if first is None or (ends_at is not None and first > ends_at):
+            raise InvalidInputError(
+                "cron", "never", f"{cron!r} has no time before the schedule ends"
+            )
+        self._check_parameters(saved_query, parameters, parsed, first)
+        created = self.schedules.create(
+            owner=person.name,
+            saved_query=saved_query,
+            parameters=dict(parameters),
+            cron=parsed.expression,
+            time_zone=parsed.time_zone,
+            ends_at=ends_at,
+            next_fire_at=first,
+            created_by=person.name,
+            max_per_owner=self.limits.max_per_person,
+        )
+        if created is None:
+            raise OverLimitError(
+                f"{person.name} has {self.limits.max_per_person} schedules, the most a person "
+                "may have; delete one first",
+                limit="max_schedules",
+                retry_after=60,
+            )
+        log.info("schedule %s created by %s: %s", created.id, person.name, parsed.describe())
+        return self._view(created)
+
+    def list(self, person: Person) -> list[ScheduleView]:
+        owner = None if is_operator(person) else person.name
+        return [self._view(s, firings=False) for s in self.schedules.listed(owner)]
+
+    def show(self, person: Person, schedule_id: int) -> ScheduleView:
+        return self._view(self._mine(person, schedule_id))
+
+    def pause(self, person: Person, schedule_id: int) -> ScheduleView:
+        self._mine(person, schedule_id)
+        paused = self.schedules.pause(
+            schedule_id, now=self.clock(), reason=f"paused by {person.name}"
+        )
+        if paused is None:
+            raise ConflictError(f"schedule {schedule_id} is paused already", title="Paused")
+        return self._view(paused)
+
+    def resume(self, person: Person, schedule_id: int) -> ScheduleView:
+        """Fire again from the next time after now; the times missed while paused are not."""
+        schedule = self._mine(person, schedule_id)
+        parsed = _cron(schedule.cron, schedule.time_zone)
+        following = self._bounded(parsed.next_after(self.clock()), schedule)
+        resumed = self.schedules.resume(schedule_id, next_fire_at=following)
+        if resumed is None:
+            raise ConflictError(f"schedule {schedule_id} is not paused", title="Not paused")
+        return self._view(resumed)
+
+    def delete(self, person: Person, schedule_id: int) -> None:
+        """It never fires again and leaves the lists; the jobs it made stay."""
+        self._mine(person, schedule_id)
+        self.schedules.delete(schedule_id, now=self.clock())
+
+    def run_now(
+        self, person: Person, schedule_id: int, *, idempotency_key: str | None = None
+    ) -> Created:
+        """A job now, as a firing of the schedule would make it (its limits apply); once per
+        `idempotency_key` of `person`."""
+        schedule = self._mine(person, schedule_id)
+        if idempotency_key is not None:
+            earlier = self.exports.job_by_key(person, schedule.owner, idempotency_key)
+            if earlier is not None:
+                if earlier.schedule_id != schedule_id:
+                    raise ConflictError(
+                        f"this Idempotency-Key already names export {earlier.id}, a different "
+                        "request",
+                        title="Idempotency key reused",
+                    )
+                return Created(job=earlier, created=False)
+        firing = self.schedules.record_manual(
+            schedule_id, now=self.clock(), fired_by=f"{self.process} ({person.name})"
+        )
+        created = self._make_job(
+            schedule, firing, raise_refusal=True, person=person, idempotency_key=idempotency_key
+        )
+        assert created is not None
+        return created
+
+    # -- the scheduler ------------------------------------------------------------------------
+
+    def fire_due(self) -> int:
+        """Fire every schedule whose time has come (once per firing, whichever process gets
+        it), and take up firings a stopped process left half done; how many jobs were made."""
+        now = self.clock()
+        made = 0
+        for schedule in self.schedules.due(now):
+            assert schedule.next_fire_at is not None
+            due = _cron(schedule.cron, schedule.time_zone).due(schedule.next_fire_at, now)
+            if due is None:
+                continue
+            firing = self.schedules.take(
+                schedule,
+                scheduled_for=due.scheduled_for,
+                next_fire_at=self._bounded(due.next_fire_at, schedule),
+                missed=due.missed,
+                fired_by=self.process,
+                fired_at=now,
+            )
+            if firing is None:
+                continue  # another process fired it
+            if due.missed:
+                log.warning(
+                    "schedule %s: fired once for %s, skipping %s earlier times missed",
+                    schedule.id, due.scheduled_for.isoformat(), due.missed,
+                )  # fmt: skip
+            made += self._make_job(schedule, firing) is not None
+        for firing in self.schedules.unsettled(before=now - UNSETTLED_AFTER):
+            owner = self.schedules.get(firing.schedule_id)
+            if owner is None:
+                self.schedules.settle_refusal(
+                    firing, code="schedule_deleted",
+                    message="the schedule was deleted before this firing's job was made",
+                )  # fmt: skip
+                continue
+            made += self._make_job(owner, firing) is not None
+        return made
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _make_job(
+        self,
+        schedule: Schedule,
+        firing: Firing,
+        *,
+        raise_refusal: bool = False,
+        person: Person | None = None,
+        idempotency_key: str | None = None,
+    ) -> Created | None:
+        key = f"schedule-{schedule.id}-{firing.scheduled_for.strftime('%Y%m%dT%H%M%S.%fZ')}"
+        try:
+            parsed = _cron(schedule.cron, schedule.time_zone)
+            parameters = resolve(
+                schedule.parameters, self._types(schedule.saved_query), firing.scheduled_for,
+                parsed.zone,
+            )  # fmt: skip
+            created = self.exports.create_scheduled(
+                schedule.owner, schedule.saved_query, parameters,
+                schedule_id=schedule.id, key=key, person=person, idempotency_key=idempotency_key,
+            )  # fmt: skip
+        except (ParameterError, ScheduleError, InvalidInputError, NotFoundError) as exc:
+            reason = f"the firing of {firing.scheduled_for.isoformat()} could not run: {exc}"
+            self.schedules.settle_refusal(firing, code="invalid_parameters", message=str(exc))
+            self.schedules.pause(schedule.id, now=self.clock(), reason=reason)
+            log.warning("schedule %s paused: %s", schedule.id, reason)
+            if raise_refusal:
+                raise ConflictError(reason, title="Schedule paused") from None
+            return None
+        except OverLimitError as exc:
+            self.schedules.settle_refusal(firing, code=exc.limit, message=str(exc))
+            log.warning("schedule %s: no job for %s: %s", schedule.id, firing.scheduled_for, exc)
+            if raise_refusal:
+                raise
+            return None
+        if not created.created:  # the same request, sent twice at once: one job
+            self.schedules.settle_refusal(
+                firing, code="idempotency_key",
+                message=f"the same request made export {created.job.id}",
+            )  # fmt: skip
+            return created
+        self.schedules.settle_job(firing, job_id=created.job.id, query_hash=created.job.query_hash)
+        return created
+
+    def _types(self, saved_query: str) -> dict[str, str]:
+        query = self.catalog.queries.get(saved_query)
+        return {} if query is None else {n: p.type for n, p in query.parameters.items()}
+
+    def _check_parameters(
+        self, saved_query: str, parameters: Mapping[str, Any], parsed: Cron, first: datetime
+    ) -> None:
+        types = self._types(saved_query)
+        for name, value in parameters.items():
+            if is_relative(value) and types.get(name) not in ("date", "timestamp"):
+                raise InvalidInputError(
+                    f"parameters.{name}", "relative",
+                    "only date and timestamp parameters take a relative value",
+                )  # fmt: skip
+        try:
+            resolved = resolve(parameters, types, first, parsed.zone)
+            self.exports.check_parameters(saved_query, resolved)
+        except ScheduleError as exc:
+            raise InvalidInputError("parameters", "relative", str(exc)) from None
+
+    def _mine(self, person: Person, schedule_id: int) -> Schedule:
+        schedule = self.schedules.get(schedule_id)
+        if schedule is None or (not is_operator(person) and schedule.owner != person.name):
+            raise NotFoundError(f"no schedule {schedule_id}")
+        return schedule
+
+    def _bounded(self, moment: datetime | None, schedule: Schedule) -> datetime | None:
+        if moment is None or (schedule.ends_at is not None and moment > schedule.ends_at):
+            return None
+        return moment
+
+    def _view(self, schedule: Schedule, *, firings: bool = True) -> ScheduleView:
+        parsed = _cron(schedule.cron, schedule.time_zone)
+        after = max(self.clock(), schedule.next_fire_at or self.clock())
+        upcoming = []
+        if schedule.paused_at is None and schedule.next_fire_at is not None:
+            upcoming = [schedule.next_fire_at]
+            upcoming += [
+                t
+                for t in parsed.next_times(after, NEXT_SHOWN)
+                if schedule.ends_at is None or t <= schedule.ends_at
+            ]
+        return ScheduleView(
+            schedule=schedule,
+            description=parsed.describe(),
+            next_times=sorted(set(upcoming))[:NEXT_SHOWN],
+            firings=self.schedules.firings(schedule.id) if firings else [],
+        )
+
+
+def _cron(expression: str, time_zone: str) -> Cron:
+    try:
+        return Cron.parse(expression, time_zone)
+    except ScheduleError as exc:
+        raise InvalidInputError(exc.field, exc.field, str(exc)) from None

@@ -1,0 +1,197 @@
+"""Schedules and their firings. A firing is keyed by (schedule, scheduled time): whichever
+process moves a due schedule to its next time (a compare-and-set) records the firing, and the
+key makes a second record of the same time impossible."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from reportexport.records import Firing, Schedule, ScheduleTotals
+from reportexport.store.driver import Driver, Row
+from reportexport.store.errors import StoreError
+
+
+class ScheduleStore:
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.codec = driver.codec
+
+    def create(
+        self,
+        *,
+        owner: str,
+        saved_query: str,
+        parameters: Mapping[str, Any],
+        cron: str,
+        time_zone: str,
+        ends_at: datetime | None,
+        next_fire_at: datetime | None,
+        created_by: str,
+        max_per_owner: int,
+    ) -> Schedule | None:
+        """The new schedule, or None when its owner has `max_per_owner` already (checked in
+        the same transaction, under the owner's lock)."""
+        params = {
+            "owner": owner,
+            "saved_query": saved_query,
+            "parameters": self.codec.json(dict(parameters)),
+            "cron": cron,
+            "time_zone": time_zone,
+            "ends_at": self._moment(ends_at),
+            "next_fire_at": self._moment(next_fire_at),
+            "created_by": created_by,
+        }
+        with self.driver.write() as session:
+            session.serialise(f"owner:{owner}")
+            count = session.row("schedules_of_owner", params)
+            if count is not None and int(count["n"]) >= max_per_owner:
+                return None
+            row = session.row("create_schedule", params)
+        return self._schedule(row)
+
+    def get(self, schedule_id: int) -> Schedule | None:
+        with self.driver.read() as session:
+            row = session.row("get_schedule", {"id": schedule_id})
+        return None if row is None else self._schedule(row)
+
+    def listed(self, owner: str | None, limit: int = 100) -> list[Schedule]:
+        with self.driver.read() as session:
+            rows = session.rows("list_schedules", {"owner": owner, "limit": limit})
+        return [self._schedule(row) for row in rows]
+
+    def pause(self, schedule_id: int, *, now: datetime, reason: str) -> Schedule | None:
+        """The paused schedule; None when it was paused already or does not exist."""
+        params = {"id": schedule_id, "now": self.codec.moment(now), "reason": reason}
+        with self.driver.write() as session:
+            row = session.row("pause_schedule", params)
+        return None if row is None else self._schedule(row)
+
+    def resume(self, schedule_id: int, *, next_fire_at: datetime | None) -> Schedule | None:
+        params = {"id": schedule_id, "next_fire_at": self._moment(next_fire_at)}
+        with self.driver.write() as session:
+            row = session.row("resume_schedule", params)
+        return None if row is None else self._schedule(row)
+
+    def delete(self, schedule_id: int, *, now: datetime) -> bool:
+        params = {"id": schedule_id, "now": self.codec.moment(now)}
+        with self.driver.write() as session:
+            return session.row("delete_schedule", params) is not None
+
+    def due(self, now: datetime, limit: int = 50) -> list[Schedule]:
+        with self.driver.read() as session:
+            rows = session.rows("due_schedules", {"now": self.codec.moment(now), "limit": limit})
+        return [self._schedule(row) for row in rows]
+
+    def take(
+        self,
+        schedule: Schedule,
+        *,
+        scheduled_for: datetime,
+        next_fire_at: datetime | None,
+        missed: int,
+        fired_by: str,
+        fired_at: datetime,
+    ) -> Firing | None:
+        """Move a due schedule on and record its firing, in one transaction; None when another
+        process moved it first."""
+        if schedule.next_fire_at is None:
+            return None
+        with self.driver.write() as session:
+            moved = session.row(
+                "advance_schedule",
+                {
+                    "id": schedule.id,
+                    "expected": self.codec.moment(schedule.next_fire_at),
+                    "next_fire_at": self._moment(next_fire_at),
+                },
+            )
+            if moved is None:
+                return None
+            row = session.row(
+                "record_firing",
+                self._firing_key(schedule.id, scheduled_for)
+                | {
+                    "fired_at": self.codec.moment(fired_at),
+                    "fired_by": fired_by,
+                    "manual": False,
+                    "missed": missed,
+                },
+            )
+        return None if row is None else self._firing(row)
+
+    def record_manual(self, schedule_id: int, *, now: datetime, fired_by: str) -> Firing:
+        """A "run now" firing at `now`."""
+        params = self._firing_key(schedule_id, now) | {
+            "fired_at": self.codec.moment(now),
+            "fired_by": fired_by,
+            "manual": True,
+            "missed": 0,
+        }
+        with self.driver.write() as session:
+            row = session.row("record_firing", params)
+        if row is None:
+            raise StoreError(f"schedule {schedule_id} fired at this very instant already")
+        return self._firing(row)
+
+    def settle_job(self, firing: Firing, *, job_id: int, query_hash: str) -> bool:
+        params = self._firing_key(firing.schedule_id, firing.scheduled_for) | {
+            "job_id": job_id,
+            "query_hash": query_hash,
+        }
+        with self.driver.write() as session:
+            return session.row("settle_firing_job", params) is not None
+
+    def settle_refusal(self, firing: Firing, *, code: str, message: str) -> bool:
+        params = self._firing_key(firing.schedule_id, firing.scheduled_for) | {
+            "refusal_code": code,
+            "refusal": message,
+        }
+        with self.driver.write() as session:
+            return session.row("settle_firing_refusal", params) is not None
+
+    def unsettled(self, *, before: datetime, limit: int = 50) -> list[Firing]:
+        """Firings recorded before `before` that have neither a job nor a refusal."""
+        params = {"before": self.codec.moment(before), "limit": limit}
+        with self.driver.read() as session:
+            rows = session.rows("unsettled_firings", params)
+        return [self._firing(row) for row in rows]
+
+    def firings(self, schedule_id: int, limit: int = 20) -> list[Firing]:
+        with self.driver.read() as session:
+            rows = session.rows("firings_of_schedule", {"schedule_id": schedule_id, "limit": limit})
+        return [self._firing(row) for row in rows]
+
+    def firing_of_job(self, job_id: int) -> Firing | None:
+        with self.driver.read() as session:
+            row = session.row("firing_of_job", {"job_id": job_id})
+        return None if row is None else self._firing(row)
+
+    def totals(self) -> ScheduleTotals:
+        with self.driver.read() as session:
+            return self.read_totals(session)
+
+    def read_totals(self, session: Any) -> ScheduleTotals:
+        row = session.row("schedule_totals")
+        if row is None:
+            return ScheduleTotals()
+        names = ("firing", "paused", "ended", "firings", "firing_jobs", "firing_refusals")
+        counts = {name: int(row[name] or 0) for name in (*names, "missed")}
+        return ScheduleTotals(**counts)
+
+    def _firing_key(self, schedule_id: int, scheduled_for: datetime) -> dict[str, Any]:
+        return {"schedule_id": schedule_id, "scheduled_for": self.codec.moment(scheduled_for)}
+
+    def _moment(self, moment: datetime | None) -> Any:
+        return None if moment is None else self.codec.moment(moment)
+
+    def _schedule(self, row: Row | None) -> Schedule:
+        if row is None:
+            raise StoreError("the database returned no schedule row")
+        schedule: Schedule = self.codec.record(Schedule, row)
+        return schedule
+
+    def _firing(self, row: Row) -> Firing:
+        firing: Firing = self.codec.record(Firing, row)
+        return firing

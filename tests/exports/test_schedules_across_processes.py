@@ -1,0 +1,163 @@
+"""Schedules fired by real processes on the real clock: exactly one job per firing however many
+processes run the scheduler loop, and nothing lost between firings.
+
+Three `reportexport worker` processes on PostgreSQL all run the scheduler loop over one schedule
+that fires every two seconds. Every firing recorded in the job store made exactly one job, no
+two firings share a time, and the times between firings are accounted for: a gap of more than
+two seconds is counted in the later firing's `missed`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from contextlib import closing
+from pathlib import Path
+
+import httpx
+
+from reportexport.catalog import load_catalog
+from reportexport.objects import open_object_store
+from reportexport.records import JobFilter
+from reportexport.services.exports import Acting
+from reportexport.store import open_database
+from tests.api.test_api import runtime_for
+from tests.api.test_serve import free_port, wait_until_up
+from tests.store.conftest import GRAPH
+
+PROCESSES = 3
+SECONDS = 12
+CATALOG = """
+version = 1
+
+[sources.warehouse]
+url = "{url}"
+
+[queries.tick]
+source = "warehouse"
+sql = "SELECT CAST(:day AS date) AS day"
+parameters = {{ day = {{ type = "date" }} }}
+"""
+
+
+def test_every_firing_makes_one_job_across_scheduler_processes(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    objects = f"file://{tmp_path / 'objects'}"
+    catalog_file = tmp_path / "catalog.toml"
+    catalog_file.write_text(CATALOG.format(url=postgres_url))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
+    env.update(
+        REPORTEXPORT_DATABASE_URL=postgres_url,
+        REPORTEXPORT_CATALOG=str(catalog_file),
+        REPORTEXPORT_OBJECTS_URL=objects,
+        REPORTEXPORT_HOME=str(tmp_path / "var"),
+        REPORTEXPORT_DB_POOL_SIZE="2",
+    )
+    with closing(open_database(postgres_url, GRAPH)) as db:
+        logs = [open(tmp_path / f"worker-{i}.log", "wb") for i in range(PROCESSES)]  # noqa: SIM115
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-m", "reportexport", "worker"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            for log in logs
+        ]
+        try:
+            deadline = time.monotonic() + 120
+            while len(db.heartbeats.heartbeats()) < PROCESSES:
+                assert time.monotonic() < deadline, "the workers did not all start"
+                time.sleep(0.2)
+            runtime = runtime_for(db, load_catalog(catalog_file), open_object_store(objects))
+            view = runtime.schedules.create(
+                Acting(name="alice", role="user"), "tick", {"day": {"relative": "yesterday"}},
+                cron="*/2 * * * * *", time_zone="Europe/Paris",
+            )  # fmt: skip
+            schedule = view.schedule
+            time.sleep(SECONDS)
+            db.schedules.delete(schedule.id, now=schedule.created_at)  # no firing after this
+            time.sleep(2)  # a firing taken just before the delete settles
+            firings = db.schedules.firings(schedule.id, limit=1000)
+            made = JobFilter(limit=1000)
+            jobs = [job for job in db.jobs.list_jobs(made).jobs if job.schedule_id == schedule.id]
+            while any(job.finished_at is None for job in jobs):
+                assert time.monotonic() < deadline, "the scheduled exports did not finish"
+                time.sleep(0.2)
+                jobs = [j for j in db.jobs.list_jobs(made).jobs if j.schedule_id == schedule.id]
+        finally:
+            for worker in workers:
+                worker.send_signal(signal.SIGTERM)
+            for worker in workers:
+                worker.wait(timeout=60)
+            for log in logs:
+                log.close()
+    assert len(firings) >= SECONDS // 2 - 2, firings
+    assert all(f.refusal_code is None and f.job_id is not None for f in firings), firings
+    assert Counter(f.job_id for f in firings).most_common(1)[0][1] == 1
+    assert sorted(f.job_id for f in firings) == sorted(job.id for job in jobs)
+    assert {job.status for job in jobs} == {"succeeded"}
+    times = sorted(firings, key=lambda f: f.scheduled_for)
+    for earlier, later in itertools.pairwise(times):
+        gap = (later.scheduled_for - earlier.scheduled_for).total_seconds()
+        assert gap == 2 * (later.missed + 1), (earlier, later)
+    for index in range(PROCESSES):
+        assert "Traceback" not in (tmp_path / f"worker-{index}.log").read_text()
+
+
+def test_serve_fires_a_schedule_made_from_the_command_line(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
+    env["REPORTEXPORT_HOME"] = str(tmp_path / "var")
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "reportexport", "serve", "--port", str(port),
+             "--demo-rows", "500", "--grace-seconds", "1"],
+            env=env, stdout=output, stderr=subprocess.STDOUT, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        wait_until_up(base)
+        shown_once = r"created \w+ '(\w+)'; token \(shown once\): (\S+)"
+        tokens = dict(re.findall(shown_once, log.read_text()))
+        cli_env = {**env, "REPORTEXPORT_SERVER": base, "REPORTEXPORT_TOKEN": tokens["demo"]}
+
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "reportexport", "schedules", *args],
+                env=cli_env, capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+
+        created = cli("create", "orders_by_day", "--param", "day=2024-01-05",
+                      "--cron", "*/2 * * * * *", "--time-zone", "Asia/Kolkata")  # fmt: skip
+        assert created.returncode == 0, created.stdout + created.stderr
+        schedule_id = int(re.search(r"schedule (\d+)", created.stdout)[1])  # type: ignore[index]
+        headers = {"Authorization": f"Bearer {tokens['demo']}"}
+        deadline = time.monotonic() + 60
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+            while True:
+                jobs = [
+                    job for job in client.get("/api/exports").json()["jobs"]
+                    if job["schedule_id"] == schedule_id and job["status"] == "succeeded"
+                ]  # fmt: skip
+                if len(jobs) >= 2:
+                    break
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.5)
+        shown = cli("show", str(schedule_id))
+        assert shown.returncode == 0, shown.stderr
+        assert "Asia/Kolkata" in shown.stdout
+        assert f"job {jobs[0]['id']}" in shown.stdout
+        assert cli("delete", str(schedule_id)).returncode == 0
+        assert str(schedule_id) not in cli("list").stdout.split("\n", 1)[-1]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0, log.read_text()
