@@ -1,10 +1,10 @@
 """Schedules fired by real processes on the real clock: exactly one job per firing however many
 processes run the scheduler loop, and nothing lost between firings.
 
-Three `reportexport worker` processes on PostgreSQL all run the scheduler loop over one schedule
-that fires every two seconds. Every firing recorded in the job store made exactly one job, no
-two firings share a time, and the times between firings are accounted for: a gap of more than
-two seconds is counted in the later firing's `missed`.
+Three `reportexport worker` and two `reportexport serve` processes on PostgreSQL all run the
+scheduler loop over one schedule that fires every two seconds. Every firing recorded in the job
+store made exactly one job, no two firings share a time, and the times between firings are
+accounted for: a gap of more than two seconds is counted in the later firing's `missed`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from tests.api.test_api import runtime_for
 from tests.api.test_serve import free_port, wait_until_up
 from tests.store.conftest import GRAPH
 
-PROCESSES = 3
+WORKERS = 3
+PROCESSES = WORKERS + 2  # and two `serve` processes
 SECONDS = 12
 CATALOG = """
 version = 1
@@ -62,14 +63,17 @@ def test_every_firing_makes_one_job_across_scheduler_processes(
     )
     with closing(open_database(postgres_url, GRAPH)) as db:
         logs = [open(tmp_path / f"worker-{i}.log", "wb") for i in range(PROCESSES)]  # noqa: SIM115
+        commands = [["worker"]] * WORKERS + [
+            ["serve", "--port", str(free_port())] for _ in range(PROCESSES - WORKERS)
+        ]
         workers = [
             subprocess.Popen(
-                [sys.executable, "-m", "reportexport", "worker"],
+                [sys.executable, "-m", "reportexport", *command],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-            for log in logs
+            for command, log in zip(commands, logs, strict=True)
         ]
         try:
             deadline = time.monotonic() + 120
