@@ -243,11 +243,14 @@ class ExportService:
     def _firing_key(
         schedule_id: int, key: str, person: Person | None, given: str | None, owner: str
     ) -> str | None:
-        """A person's own key when they gave one; otherwise the firing's, which holds a
-        newline (that no key sent over HTTP can) so that no request can take a firing's key."""
+        """A person's own key when they gave one; otherwise the firing's."""
         if person is not None and given is not None:
             return _scoped_key(_idempotency_key(given), person.name, owner)
-        return f"schedule {schedule_id}\n{key}"
+        return _schedule_key(schedule_id, key)
+
+    def job_of_firing(self, owner: str, schedule_id: int, key: str) -> Job | None:
+        """The job a schedule's firing made already, if it made one."""
+        return self.jobs.job_by_key(owner, _schedule_key(schedule_id, key))
 
     def job_by_key(self, person: Person, owner: str, idempotency_key: str) -> Job | None:
         """The job `person`'s earlier request with this key made for `owner`, if any."""
@@ -481,6 +484,12 @@ def _idempotency_key(key: str | None) -> str | None:
         why = problem or f"must be 1 to {MAX_KEY_LENGTH} characters"
         raise InvalidInputError("Idempotency-Key", "text", f"the Idempotency-Key {why}")
     return key
+
+
+def _schedule_key(schedule_id: int, key: str) -> str:
+    """A firing's key holds a newline, which no key sent over HTTP can, so that no request can
+    take a firing's key."""
+    return f"schedule {schedule_id}\n{key}"
 
 
 def _scoped_key(key: str | None, requester: str, owner: str) -> str | None:

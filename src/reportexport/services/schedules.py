@@ -208,7 +208,7 @@ class ScheduleService:
                     "schedule %s: fired once for %s, skipping %s earlier times missed",
                     schedule.id, due.scheduled_for.isoformat(), due.missed,
                 )  # fmt: skip
-            made += self._make_job(schedule, firing) is not None
+            made += _made(self._make_job(schedule, firing))
         for firing in self.schedules.unsettled(before=now - UNSETTLED_AFTER):
             owner = self.schedules.get(firing.schedule_id)
             if owner is None:
@@ -217,7 +217,7 @@ class ScheduleService:
                     message="the schedule was deleted before this firing's job was made",
                 )  # fmt: skip
                 continue
-            made += self._make_job(owner, firing) is not None
+            made += _made(self._make_job(owner, firing))
         return made
 
     # -- helpers ------------------------------------------------------------------------------
@@ -232,6 +232,12 @@ class ScheduleService:
         idempotency_key: str | None = None,
     ) -> Created | None:
         key = f"schedule-{schedule.id}-{firing.scheduled_for.strftime('%Y%m%dT%H%M%S.%fZ')}"
+        own_key = person is None or idempotency_key is None
+        if own_key:  # taken up again after a stop: the job may be there already
+            earlier = self.exports.job_of_firing(schedule.owner, schedule.id, key)
+            if earlier is not None:
+                self.schedules.settle_job(firing, job_id=earlier.id, query_hash=earlier.query_hash)
+                return Created(job=earlier, created=False)
         try:
             parsed = _cron(schedule.cron, schedule.time_zone)
             parameters = resolve(
@@ -256,7 +262,7 @@ class ScheduleService:
             if raise_refusal:
                 raise
             return None
-        if not created.created:  # the same request, sent twice at once: one job
+        if not created.created and not own_key:  # a person's request, sent twice at once
             self.schedules.settle_refusal(
                 firing, code="idempotency_key",
                 message=f"the same request made export {created.job.id}",
@@ -313,6 +319,10 @@ class ScheduleService:
             next_times=sorted(set(upcoming))[:NEXT_SHOWN],
             firings=self.schedules.firings(schedule.id) if firings else [],
         )
+
+
+def _made(created: Created | None) -> bool:
+    return created is not None and created.created
 
 
 def _cron(expression: str, time_zone: str) -> Cron:
