@@ -70,6 +70,18 @@ def test_every_other_delete_is_still_refused(db: Database, raw: RawSql) -> None:
     assert db.schema.probe().findings == []
 
 
+def test_a_purge_record_cannot_be_left_open_by_hand(db: Database, raw: RawSql) -> None:
+    """An open purge record opens the delete guards; a shell cannot commit one."""
+    job = canceled(db)
+    opening = "INSERT INTO job_purges (before, requested_by) VALUES ('2999-01-01', 'mallory')"
+    with pytest.raises(raw.errors, match=r"reportexport_connection|reportexport db purge"):
+        raw.execute(opening)
+    assert raw.scalar("SELECT count(*) FROM job_purges") == 0
+    with pytest.raises(raw.errors, match="never deleted"):
+        raw.execute(f"DELETE FROM jobs WHERE id = {job}")
+    assert db.jobs.get_job(job).job.id == job
+
+
 def test_a_purge_refuses_a_date_without_a_zone_or_a_nameless_request(db: Database) -> None:
     with pytest.raises(ValueError, match="time zone"):
         db.retention.purge(datetime(2026, 1, 1), person="olga")

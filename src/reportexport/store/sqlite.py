@@ -35,6 +35,10 @@ _TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN",
 _UNIQUE = ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
 
 
+def _one() -> int:
+    return 1
+
+
 def sqlite_path(url: str) -> str:
     """`sqlite:///relative.db` or `sqlite:////absolute.db` to a file path."""
     prefix = "sqlite:///"
@@ -127,6 +131,8 @@ class SqliteDriver:
                 timeout=self.lock_timeout_seconds,
             )
             conn.row_factory = sqlite3.Row
+            # Marks the store's own connections: only they may write a purge record (0011).
+            conn.create_function("reportexport_connection", 0, _one, deterministic=True)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
