@@ -162,13 +162,30 @@ def test_owners_take_turns_so_a_backlog_cannot_starve_a_first_export(db: Databas
     assert then.job.id == a_jobs[1]
 
 
+def test_a_first_export_queued_behind_a_backlog_is_claimed_next(db: Database) -> None:
+    """User A (cap raised to 25) queues 20 exports, none claimed yet; then B queues one: B's
+    is the next claimed for that source (same turn, fewer waiting), then A's in order."""
+    db.caps.publish({"demo": 1}, process="w-test")
+    a_jobs = [
+        db.jobs.create_job(new_job(owner="a"), limits=limits(max_active=25))[0].id
+        for _ in range(20)
+    ]
+    b_job = db.jobs.create_job(new_job(owner="b"))[0].id
+    claimed = []
+    for _ in range(3):
+        (next_one,) = db.queue.claim_jobs("w1", limit=5, lease_seconds=60)
+        claimed.append(next_one.job.id)
+        finish(db, next_one.job.id)
+    assert claimed == [b_job, a_jobs[0], a_jobs[1]]
+
+
 def test_a_batch_claim_alternates_between_owners(db: Database) -> None:
     a_jobs = [db.jobs.create_job(new_job(owner="a"), limits=limits(max_active=25))[0].id
               for _ in range(4)]  # fmt: skip
     b_jobs = [db.jobs.create_job(new_job(owner="b"))[0].id for _ in range(2)]
     c_job = db.jobs.create_job(new_job(owner="c"))[0].id
     claimed = db.queue.claim_jobs("w1", limit=5, lease_seconds=60)
-    # turn 0: a1, b1, c1; turn 1: a2, b2 (oldest first within a turn)
+    # turn 0: c1, b1, a1; turn 1: b2, a2 (fewer waiting first within a turn, then oldest)
     assert {c.job.id for c in claimed} == {a_jobs[0], b_jobs[0], c_job, a_jobs[1], b_jobs[1]}
 
 

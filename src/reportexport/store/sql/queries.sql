@@ -64,7 +64,8 @@ RETURNING id;
 -- claim_jobs --
 -- Move up to :limit queued jobs to running under a new lease token, what a worker needs back.
 -- Owners take turns (a job's turn is how many unfinished jobs its owner had when it was made),
--- so one person's backlog cannot hold back another's first export. Jobs of the sources in
+-- so one person's backlog cannot hold back another's first export; within a turn, owners with
+-- fewer jobs waiting go first, then older jobs. Jobs of the sources in
 -- :excluded_sources (paused by this worker) stay queued, and so do those of a source without a
 -- free slot: its max_concurrent holds across every worker, and the slot trigger has the last
 -- word (a row it finds no slot for stays queued). Only the first :window jobs in turn order are
@@ -75,21 +76,24 @@ WITH free_slots AS (
       LEFT JOIN source_slots s ON s.source = c.source AND s.job_id IS NULL
      GROUP BY c.source
 ), candidates AS (
-    SELECT id, source, turn FROM jobs {indexed_by(jobs_claim_order)}
+    SELECT id, source, owner, turn FROM jobs {indexed_by(jobs_claim_order)}
      WHERE status = 'queued'
        AND source NOT IN {names(:excluded_sources)}
        AND source NOT IN (SELECT source FROM free_slots WHERE free = 0)
      ORDER BY turn, id
      LIMIT :window
+), waiting AS (
+    SELECT owner, count(*) AS jobs FROM candidates GROUP BY owner
 ), placed AS (
-    SELECT c.id, c.turn, f.free,
-           row_number() OVER (PARTITION BY c.source ORDER BY c.turn, c.id) AS place
+    SELECT c.id, c.turn, w.jobs AS waiting, f.free,
+           row_number() OVER (PARTITION BY c.source ORDER BY c.turn, w.jobs, c.id) AS place
       FROM candidates c
+      JOIN waiting w ON w.owner = c.owner
       LEFT JOIN free_slots f ON f.source = c.source
 ), picked AS (
     SELECT id FROM jobs
      WHERE id IN (SELECT id FROM placed WHERE free IS NULL OR place <= free
-                   ORDER BY turn, id LIMIT :limit)
+                   ORDER BY turn, waiting, id LIMIT :limit)
        AND status = 'queued'
      {skip_locked}
 )
