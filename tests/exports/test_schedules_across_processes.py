@@ -1,8 +1,9 @@
 """Schedules fired by real processes on the real clock: exactly one job per firing however many
 processes run the scheduler loop, and nothing lost between firings.
 
-Three `reportexport worker` and two `reportexport serve` processes on PostgreSQL all run the
-scheduler loop over one schedule that fires every two seconds. Every firing recorded in the job
+Three `reportexport worker` and two `reportexport serve` processes on one job store (a
+PostgreSQL database, or one SQLite file) all run the scheduler loop over one schedule that fires
+every two seconds. Every firing recorded in the job
 store made exactly one job, no two firings share a time, and the times between firings are
 accounted for: a gap of more than two seconds is counted in the later firing's `missed`.
 """
@@ -13,6 +14,7 @@ import itertools
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -42,26 +44,31 @@ url = "{url}"
 
 [queries.tick]
 source = "warehouse"
-sql = "SELECT CAST(:day AS date) AS day"
+sql = "{sql}"
 parameters = {{ day = {{ type = "date" }} }}
 """
+SQL = {"postgres": "SELECT CAST(:day AS date) AS day", "sqlite": "SELECT :day AS day"}
 
 
 def test_every_firing_makes_one_job_across_scheduler_processes(
-    postgres_url: str, tmp_path: Path
+    database_url: str, backend: str, tmp_path: Path
 ) -> None:
     objects = f"file://{tmp_path / 'objects'}"
     catalog_file = tmp_path / "catalog.toml"
-    catalog_file.write_text(CATALOG.format(url=postgres_url))
+    # The source: the PostgreSQL database itself, or a SQLite file of its own.
+    source = database_url if backend == "postgres" else f"sqlite:///{tmp_path / 'source.db'}"
+    if backend == "sqlite":
+        sqlite3.connect(tmp_path / "source.db").close()  # sources are opened read-only
+    catalog_file.write_text(CATALOG.format(url=source, sql=SQL[backend]))
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
     env.update(
-        REPORTEXPORT_DATABASE_URL=postgres_url,
+        REPORTEXPORT_DATABASE_URL=database_url,
         REPORTEXPORT_CATALOG=str(catalog_file),
         REPORTEXPORT_OBJECTS_URL=objects,
         REPORTEXPORT_HOME=str(tmp_path / "var"),
         REPORTEXPORT_DB_POOL_SIZE="2",
     )
-    with closing(open_database(postgres_url, GRAPH)) as db:
+    with closing(open_database(database_url, GRAPH)) as db:
         logs = [open(tmp_path / f"worker-{i}.log", "wb") for i in range(PROCESSES)]  # noqa: SIM115
         commands = [["worker"]] * WORKERS + [
             ["serve", "--port", str(free_port())] for _ in range(PROCESSES - WORKERS)
