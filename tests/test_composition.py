@@ -95,6 +95,12 @@ def test_a_fixture_other_than_the_generated_one_is_refused(
     from tests.store.conftest import graph_with_archived
 
     other, _ = graph_with_archived(tmp_path)
-    monkeypatch.setenv("REPORTEXPORT_GRAPH", str(other))
     with pytest.raises(composition.SetupError, match="reportexport generate"):
-        composition.packaged_graph()
+        composition.packaged_graph(other)
+    monkeypatch.setenv("REPORTEXPORT_GRAPH", str(other))  # the `graph` setting, as any other
+    with pytest.raises(composition.SetupError, match="reportexport generate"):
+        composition.packaged_graph(composition.load_settings().graph)
+    monkeypatch.delenv("REPORTEXPORT_GRAPH")
+    assert composition.packaged_graph(composition.load_settings().graph).source.endswith(
+        "job-status-graph.json"
+    )

@@ -102,3 +102,33 @@ def test_nothing_writes_the_environment() -> None:
             if target is not None and ast.unparse(target) == "os.environ":
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_the_parts_take_their_defaults_from_the_settings() -> None:
+    """Each default lives once, on the settings: a part built without a value uses it."""
+    import inspect
+
+    from reportexport.effects.backoff import RetryPolicy
+    from reportexport.services.exports import ExportService, Fairness
+    from reportexport.services.schedules import ScheduleLimits
+    from reportexport.store import open_database
+
+    defaults = Settings()
+    assert (Fairness().max_active, Fairness().max_per_window) == (
+        defaults.max_active_exports,
+        defaults.max_exports_per_minute,
+    )
+    assert ScheduleLimits().max_per_person == defaults.max_schedules
+    assert RetryPolicy().max_attempts == defaults.effects_max_attempts
+    link = inspect.signature(ExportService).parameters["link_seconds"].default
+    assert link == defaults.link_seconds
+    store = inspect.signature(open_database).parameters
+    assert (
+        store["lock_timeout_seconds"].default,
+        store["statement_timeout_seconds"].default,
+        store["pool_size"].default,
+    ) == (
+        defaults.db_lock_timeout_seconds,
+        defaults.db_statement_timeout_seconds,
+        defaults.db_pool_size,
+    )

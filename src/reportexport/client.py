@@ -38,10 +38,19 @@ class ApiError(Exception):
 def connect(settings: Settings) -> httpx.Client:
     if not settings.token:
         raise ApiError("no token: pass --token or set $REPORTEXPORT_TOKEN")
+    if not (settings.token.isascii() and settings.token.isprintable()) or " " in settings.token:
+        raise ApiError(
+            f"token {quoted(settings.token, 12)}: a token is printable ASCII without spaces", 400
+        )
+    server = settings.server or DEFAULT_SERVER
+    try:
+        url = httpx.URL(server)
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        raise ApiError(f"server {quoted(server)}: not a URL ({exc})", 400) from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ApiError(f"server {quoted(server)}: give an http:// or https:// URL", 400)
     return httpx.Client(
-        base_url=settings.server or DEFAULT_SERVER,
-        headers={"Authorization": f"Bearer {settings.token}"},
-        timeout=30,
+        base_url=url, headers={"Authorization": f"Bearer {settings.token}"}, timeout=30
     )
 
 
@@ -296,6 +305,6 @@ def run(handler: Callable[..., int], *args: Any) -> int:
     except ApiError as exc:
         print(f"reportexport: {exc}", file=sys.stderr)
         return 2 if exc.status in (400, 415, 422) else 1
-    except httpx.HTTPError as exc:
-        print(f"reportexport: {exc}", file=sys.stderr)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        print(f"reportexport: {printable(str(exc))}", file=sys.stderr)
         return 1

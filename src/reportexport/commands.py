@@ -359,6 +359,10 @@ def cmd_db_purge(runtime: Runtime, args: argparse.Namespace) -> int:
     if before > datetime.now(UTC):
         say(f"--before {args.before}: a purge removes what finished in the past")
         return 2
+    person_problem = unsafe_text(args.person) or ("is blank" if not args.person.strip() else None)
+    if person_problem:
+        say(f"--person {quoted(args.person)}: {person_problem}; name who asked for the purge")
+        return 2
     retention = runtime.unchecked_database().retention
     url = runtime.database_label
     count = retention.purgeable(before)

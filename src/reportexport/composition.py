@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from reportexport import lifecycle
 from reportexport.catalog import Catalog, CatalogError, load_catalog
-from reportexport.graph import Graph, InvalidGraphError, load_graph
+from reportexport.graph import Graph, InvalidGraphError, load_graph, packaged_fixture_path
 from reportexport.objects import (
     ObjectStore,
     ObjectStoreError,
@@ -92,17 +92,18 @@ def load_settings(
         raise SetupError(f"configuration: {exc}") from None
 
 
-def packaged_graph() -> Graph:
-    """The fixture this program was built from; another one is refused, naming the fix."""
+def packaged_graph(path: Path | None = None) -> Graph:
+    """The fixture this program was built from (or the `graph` setting's, which must be the
+    same graph); another one is refused, naming the fix."""
     try:
-        graph = load_graph()
+        graph = load_graph(path if path and path != Path() else packaged_fixture_path())
     except InvalidGraphError as exc:
         raise SetupError(f"{exc.source}: invalid job status graph", list(exc.defects)) from None
     if graph.fingerprint != lifecycle.FINGERPRINT:
         raise SetupError(
             f"{graph.source} is not the job status graph this program was generated from "
             f"(fingerprint {graph.fingerprint[:12]}, expected {lifecycle.FINGERPRINT[:12]}): "
-            "run `reportexport generate` and reinstall, or unset $REPORTEXPORT_GRAPH"
+            "run `reportexport generate` and reinstall, or leave the `graph` setting unset"
         )
     return graph
 
@@ -138,7 +139,7 @@ class Runtime:
 
     @functools.cached_property
     def graph(self) -> Graph:
-        return self._given_graph or packaged_graph()
+        return self._given_graph or packaged_graph(self.settings.graph)
 
     @functools.cached_property
     def database(self) -> Database:

@@ -94,6 +94,12 @@ def default_fixture_path() -> Path:
     override = os.environ.get(GRAPH_ENV)
     if override:
         return Path(override)
+    return packaged_fixture_path()
+
+
+def packaged_fixture_path() -> Path:
+    """The fixture this program was built with: inside an installed wheel, or the checkout's
+    contracts/ directory (an editable install or a bare source tree)."""
     packaged = resources.files("reportexport").joinpath("contracts", FIXTURE_NAME)
     if packaged.is_file():
         return Path(str(packaged))

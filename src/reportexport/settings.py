@@ -50,6 +50,10 @@ class Settings:
     link_secret: str = field(
         default="", metadata=_about("signs local download links (default: a file in home)")
     )
+    graph: Path = field(
+        default=Path(),
+        metadata=_about("the job status graph (default: the fixture this program was built with)"),
+    )
     public_url: str = field(
         default="http://127.0.0.1:8000", metadata=_about("where people reach the service")
     )
@@ -184,6 +188,11 @@ def _default_objects(home: Path, database_url: str) -> str:
 
 
 FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(Settings)}
+
+
+def default(name: str) -> Any:
+    """A setting's default, for a part that takes it as a parameter: declared once, above."""
+    return FIELDS[name].default
 
 
 def environment_name(name: str) -> str:

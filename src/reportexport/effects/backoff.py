@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from reportexport.settings import default
+
 
 @dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
-    max_attempts: int = 8
+    max_attempts: int = default("effects_max_attempts")
     base_seconds: float = 5.0
     max_seconds: float = 3600.0
 

@@ -49,6 +49,7 @@ from reportexport.services.errors import (
     NotFoundError,
     OverLimitError,
 )
+from reportexport.settings import default
 from reportexport.store import EffectStore, JobNotFoundError, JobStore, OwnerLimitError
 from reportexport.text import quoted, unsafe_text
 
@@ -96,9 +97,9 @@ class Fairness:
     """Per-owner limits: at most `max_active` queued or running at once, and at most
     `max_per_window` created per `window_seconds`."""
 
-    max_active: int = 10
-    max_per_window: int = 60
-    window_seconds: int = 60
+    max_active: int = default("max_active_exports")
+    max_per_window: int = default("max_exports_per_minute")
+    window_seconds: int = 60  # the window of max_exports_per_minute
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,7 +146,7 @@ class ExportService:
         objects: ObjectStore,
         link_secret: bytes,
         fairness: Fairness | None = None,
-        link_seconds: int = 3600,
+        link_seconds: int = default("link_seconds"),
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         firings: FiringLog | None = None,
     ) -> None:

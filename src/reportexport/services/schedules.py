@@ -27,6 +27,7 @@ from reportexport.services.errors import (
     OverLimitError,
 )
 from reportexport.services.exports import Created, ExportService, Person, is_operator
+from reportexport.settings import default
 from reportexport.store import ScheduleStore
 from reportexport.text import quoted
 
@@ -40,7 +41,7 @@ UNSETTLED_AFTER = timedelta(seconds=60)
 
 @dataclass(frozen=True, kw_only=True)
 class ScheduleLimits:
-    max_per_person: int = 20
+    max_per_person: int = default("max_schedules")
 
 
 @dataclass(frozen=True, kw_only=True)

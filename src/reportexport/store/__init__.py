@@ -33,6 +33,7 @@ from reportexport.records import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from reportexport.settings import default
 from reportexport.store.caps import SourceCaps
 from reportexport.store.driver import Driver
 from reportexport.store.effects import EffectStore
@@ -137,9 +138,9 @@ def open_database(
     graph: Graph,
     *,
     check: bool = True,
-    lock_timeout_seconds: float = 5.0,
-    statement_timeout_seconds: float = 60.0,
-    pool_size: int = 8,
+    lock_timeout_seconds: float = default("db_lock_timeout_seconds"),
+    statement_timeout_seconds: float = default("db_statement_timeout_seconds"),
+    pool_size: int = default("db_pool_size"),
 ) -> Database:
     """Open the database at `url`; with `check`, refuse one not built from `graph`.
 
