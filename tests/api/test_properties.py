@@ -66,10 +66,19 @@ HOSTILE = [
     "\ud800", "a\udcff", "\x00", "A\x00B", "\u202eevil", "\u2066isolate", "\ufeff", "",
     "x" * 100_000, "=1+1", "'; DROP TABLE jobs; --", "\n\r\t", "\U0001f600",
 ]  # fmt: skip
+# Values at and just past every bound of the catalog below: dates, lengths, patterns, offsets.
+BOUNDARIES = [
+    "2023-12-31", "2024-01-01", "2024-12-31", "2025-01-01", "2024-02-29", "2024-13-01",
+    "A", "AB", "ABC", "ABCD", "ab", "a", "b", "c",
+    "2024-03-05T10:00:00+00:00", "2024-03-05T10:00:00", "2024-03-05T10:00:00+14:00",
+    "2024-03-05T10:00:00-12:00", "2024-03-05T10:00:00+25:00", "9999-12-31T23:59:59Z",
+    "0001-01-01T00:00:00Z", "true", "false", "1e400", "-0", "NaN",
+]  # fmt: skip
 texts = st.one_of(
     st.text(),
     st.text(st.characters(codec=None, categories=["Cs", "Cc", "Cf", "Zs"])),
     st.sampled_from(HOSTILE),
+    st.sampled_from(BOUNDARIES),
 )
 numbers = st.one_of(
     st.integers(-8, 8),
@@ -153,6 +162,61 @@ def test_the_api_takes_any_json_and_stays_whole(world: dict[str, Any]) -> None:
         )
         assert_a_proper_answer(response)
         everything_still_answers(world, response.json()["id"] if response.is_success else None)
+
+    check()
+
+
+def json_operations(app: Any) -> list[tuple[str, str]]:
+    """(method, path) of every operation of the API that takes a JSON body, ids filled in."""
+    found = []
+    for path, item in app.openapi()["paths"].items():
+        for method, operation in item.items():
+            content = operation.get("requestBody", {}).get("content", {})
+            if "application/json" in content:
+                for name in ("{job_id}", "{schedule_id}", "{endpoint_id}"):
+                    path = path.replace(name, "1")
+                found.append((method.upper(), path))
+    return found
+
+
+def test_every_json_operation_takes_any_json_and_stays_whole(world: dict[str, Any]) -> None:
+    """Schedules, webhook endpoints and every other body the API takes, as for exports."""
+    operations = json_operations(world["app"])
+    assert {"/api/exports", "/api/schedules", "/api/webhooks"} <= {p for _, p in operations}
+    schedule_bodies = st.fixed_dictionaries(
+        {"saved_query": st.sampled_from(["everything", "nope"]), "parameters": parameters},
+        optional={"cron": st.one_of(texts, st.sampled_from(["0 8 * * 1", "*/5 * * * * *",
+                                                             "0 8 30 2 *", "61 * * * *"])),
+                  "time_zone": st.one_of(texts, st.sampled_from(["Europe/Paris", "Mars/Base"])),
+                  "ends_at": texts, "url": texts},
+    )  # fmt: skip
+
+    @PROFILE
+    @given(operation=st.sampled_from(operations), body=st.one_of(bodies, schedule_bodies))
+    def check(operation: tuple[str, str], body: Any) -> None:
+        method, path = operation
+        response = world["client"].request(
+            method, path, content=json.dumps(body).encode("utf-8"),
+            headers={**headers(world), "content-type": "application/json"},
+        )  # fmt: skip
+        assert_a_proper_answer(response)
+        everything_still_answers(world)
+        for listing in ("/api/schedules", "/api/webhooks"):
+            assert world["client"].get(listing, headers=headers(world, "olga")).status_code == 200
+
+    check()
+
+
+def test_the_list_takes_any_filter_and_stays_whole(world: dict[str, Any]) -> None:
+    @PROFILE
+    @given(query=st.dictionaries(st.sampled_from(["status", "saved_query", "owner", "limit",
+                                                  "before", "after", "cursor", "x"]),
+                                 st.binary(max_size=30), max_size=4))  # fmt: skip
+    def check(query: dict[str, bytes]) -> None:
+        encoded = "&".join(f"{k}={quote_from_bytes(v)}" for k, v in query.items())
+        for who in ("alice", "olga"):
+            response = world["client"].get(f"/api/exports?{encoded}", headers=headers(world, who))
+            assert_a_proper_answer(response)
 
     check()
 
