@@ -137,7 +137,9 @@ def cmd_export(runtime: Runtime, args: argparse.Namespace) -> int:
                 break
             time.sleep(0.2)
     finally:
-        worker.stop(grace_seconds=0)
+        # On a shared job store this worker may have taken other people's exports too: they
+        # get the usual grace to finish rather than being ended with ours.
+        worker.stop(grace_seconds=runtime.settings.grace_seconds)
     print(f"job {job.id}: {job.status}")
     if job.error_code:
         say(f"  {job.error_code}: {job.error_message}")
