@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from reportexport.catalog import Catalog
+from reportexport.parameters import ParameterError, ParamSpec, coerce
 from reportexport.sources import SourceError, open_source
 
 
@@ -23,12 +25,37 @@ def check_queries(catalog: Catalog) -> list[str]:
         source_config = catalog.sources[query.source]
         try:
             source = open_source(source_config)
-            # Every parameter NULL: enough for the source to type the result.
-            source.describe(query.sql, dict.fromkeys(query.parameters))
+            # A value of each parameter's type, so that the source types the SQL as an export
+            # would bind it (NULL would hide `:n + 'abc'`).
+            samples = {name: sample_value(spec) for name, spec in query.parameters.items()}
+            source.describe(query.sql, samples)
         except SourceError as exc:
             where = place(catalog.path, text, f"queries.{query.name}")
             problems.append(f"{where}: queries.{query.name}.sql: {exc}")
     return problems
+
+
+SAMPLE_TEXT = {
+    "integer": "0",
+    "number": "0",
+    "boolean": "false",
+    "date": "2024-01-01",
+    "timestamp": "2024-01-01T00:00:00+00:00",
+}
+
+
+def sample_value(spec: ParamSpec) -> Any:
+    """A value the parameter could take: its default, a bound, else a plain one of its type."""
+    for candidate in (spec.default, spec.min, spec.max):
+        if candidate is not None:
+            return candidate
+    if spec.choices:
+        return spec.choices[0]
+    text = SAMPLE_TEXT.get(spec.type, "x" * max(1, spec.min_length or 1))
+    try:
+        return coerce(spec, text, from_text=True)
+    except ParameterError:
+        return None  # a pattern the plain text does not match: NULL still types the rest
 
 
 def place(path: Path, text: str, dotted: str) -> str:

@@ -90,6 +90,10 @@ def test_queries_check_describes_each_query_against_its_source(tmp_path: Path) -
     assert f"{catalog}:5: queries.q.sql: " in cannot_run.stderr  # the [queries.q] line
     assert "no_such_column" in cannot_run.stderr
 
+    mistyped = check(write(tmp_path, BASE.replace("WHERE d = :d", "WHERE upper(:d) = 'X'")))
+    assert mistyped.returncode == 1, mistyped.stdout  # upper() of a date: bound as one, not NULL
+    assert f"{catalog}:5: queries.q.sql: " in mistyped.stderr
+
     undeclared = check(write(tmp_path, BASE.replace(":d", ":e")))
     assert undeclared.returncode == 2
     assert f"{catalog}:5: queries.q.sql: :e is not declared" in undeclared.stderr
