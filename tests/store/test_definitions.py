@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from reportexport.graph import Graph
 from reportexport.store import Database, SchemaMismatchError, StoreError, open_database
 from tests.store.conftest import GRAPH, RawSql
 from tests.store.test_operations import new_job
@@ -134,3 +136,50 @@ def test_upgrade_waits_out_a_row_lock_instead_of_failing(postgres_url: str) -> N
         release.cancel()
         holder.close()
     assert time.monotonic() - started >= 2  # it waited for the lock, and got through
+
+
+def test_db_check_builds_what_is_expected_and_trusts_no_recorded_digest(
+    database_url: str, raw: RawSql
+) -> None:
+    """A lax guard with its digest recorded by hand, as if `db upgrade` had installed it."""
+    lax(raw)
+    with closing(open_database(database_url, GRAPH, check=False)) as database:
+        installed = database.schema.installed_definitions().digest
+    raw.execute(
+        f"UPDATE reportexport_meta SET value = '{installed}' WHERE key = 'definitions_digest'"
+    )
+    check = run_cli("db", "check", "--database", database_url)
+    assert check.returncode == 1, check.stdout
+    assert "current" not in check.stdout
+    assert "jobs_status_guard" in check.stderr or "job_status_guard" in check.stderr
+    assert "db upgrade" in check.stderr
+
+
+def test_a_database_upgraded_by_a_program_with_other_graph_sql_is_refused_at_start(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The other program's guard is what it recorded; this program expects its own."""
+    from reportexport.store import migrator
+
+    def other_program(dialect: str) -> Callable[[Graph], str]:
+        render = migrator.GRAPH_SQL[dialect]
+        return lambda graph: render(graph) + "\n-- another program's graph SQL\n"
+
+    if backend == "postgres":
+        url = str(request.getfixturevalue("empty_postgres_url"))
+    else:
+        url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    with monkeypatch.context() as patched:
+        patched.setattr(migrator, "GRAPH_SQL", {d: other_program(d) for d in migrator.GRAPH_SQL})
+        with closing(open_database(url, GRAPH, check=False)) as database:
+            database.schema.upgrade()
+        with closing(open_database(url, GRAPH)):
+            pass  # current for the program that upgraded it
+    with pytest.raises(SchemaMismatchError, match=r"migrations or graph SQL differ.*db upgrade"):
+        open_database(url, GRAPH)
+    started = run_cli("users", "list", "--database", url)
+    assert started.returncode == 2, started.stderr
+    assert "db upgrade" in started.stderr
+    assert run_cli("db", "upgrade", "--database", url).returncode == 0
+    with closing(open_database(url, GRAPH)) as database:
+        assert database.schema.status().current

@@ -12,7 +12,7 @@ import time
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import postgres_graph_sql, sqlite_graph_sql
-from reportexport.store.definitions import Definitions
+from reportexport.store.definitions import Definitions, program_digest
 from reportexport.store.dialect import migration_files
 from reportexport.store.driver import Driver
 from reportexport.store.errors import StoreError, TransientStoreError
@@ -21,6 +21,7 @@ from reportexport.store.schema import (
     DEFINITIONS_KEY,
     FINGERPRINT_KEY,
     GRAPH_KEY,
+    PROGRAM_KEY,
     SCHEMA_VERSION_KEY,
     STORE_ID_KEY,
     SchemaStatus,
@@ -43,7 +44,14 @@ class Schema:
     def graph_sql(self) -> str:
         return GRAPH_SQL[self.driver.dialect](self.graph)
 
+    def scripts(self, migrations: list[tuple[int, str, str]] | None = None) -> list[str]:
+        """What `db upgrade` runs on an empty database: every migration (or those given), then
+        the graph SQL."""
+        chosen = self.migrations if migrations is None else migrations
+        return [*(migration for _, _, migration in chosen), self.graph_sql()]
+
     def status(self) -> SchemaStatus:
+        """Where the database stands: a few catalog reads, nothing built."""
         with self.driver.schema_access(write=False) as access:
             meta = access.meta()
             installed = access.definitions().digest if meta else None
@@ -55,7 +63,18 @@ class Schema:
             store_id=meta.get(STORE_ID_KEY),
             definitions_recorded=meta.get(DEFINITIONS_KEY),
             definitions_installed=installed,
+            program_recorded=meta.get(PROGRAM_KEY),
+            program_running=program_digest(self.scripts()),
         )
+
+    def drift(self, version: int) -> list[str]:
+        """How the installed definitions differ from what this program's migrations up to
+        `version` and its graph SQL make on an empty database, built now (nothing recorded
+        is trusted)."""
+        if not 0 < version <= len(self.migrations):
+            return []
+        expected = self.expected_definitions(self.migrations[:version])
+        return self.installed_definitions().differences(expected)
 
     def upgrade(self, *, to_version: int | None = None) -> SchemaStatus:
         """Apply pending migrations (up to `to_version`, by default all), and the graph whenever
@@ -98,6 +117,7 @@ class Schema:
             updates[FINGERPRINT_KEY] = self.graph.fingerprint
             updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
             updates[DEFINITIONS_KEY] = expected.digest
+            updates[PROGRAM_KEY] = program_digest(self.scripts(migrations))
             if STORE_ID_KEY not in meta:
                 updates[STORE_ID_KEY] = new_store_id()
             access.set_meta(updates)
@@ -112,8 +132,7 @@ class Schema:
     ) -> Definitions:
         """The same, as every migration (or those given) and the graph SQL make them on an
         empty database."""
-        scripts = [migration for _, _, migration in migrations or self.migrations]
-        return self.driver.expected_definitions([*scripts, self.graph_sql()])
+        return self.driver.expected_definitions(self.scripts(migrations))
 
     def probe(self) -> ProbeReport:
         """Every move and refusal tried on the live database (rolled back), against the graph."""
