@@ -8,6 +8,7 @@ databases (how a script runs, how the inventory is read, the scratch copy) is th
 from __future__ import annotations
 
 import json
+import random
 import time
 
 from reportexport.graph import Graph
@@ -28,7 +29,12 @@ from reportexport.store.schema import (
     new_store_id,
 )
 
-UPGRADE_ATTEMPTS = 5
+# An upgrade waits for a table lock only briefly (the driver's schema_access), since every
+# session that wants the table queues behind a waiting upgrade; then it tries again, after a
+# pause that grows and is jittered so that it does not keep arriving with the same worker.
+UPGRADE_ATTEMPTS = 30
+UPGRADE_FIRST_PAUSE_SECONDS = 0.2
+UPGRADE_MAX_PAUSE_SECONDS = 2.0
 GRAPH_SQL = {"sqlite": sqlite_graph_sql, "postgres": postgres_graph_sql}
 
 
@@ -81,19 +87,27 @@ class Schema:
         the fixture changed or what is installed differs from what the migrations and the graph
         make; one transaction.
 
-        A lock it waits for too long (a live worker's row lock) makes it try again a few times
-        rather than stall the others behind its own locks.
+        A lock it cannot take at once (a live worker's transaction holds the table) makes it
+        roll back and try again, up to UPGRADE_ATTEMPTS times, rather than stall the sessions
+        queued behind its own lock request.
         """
         migrations = [m for m in self.migrations if to_version is None or m[0] <= to_version]
         expected = self.expected_definitions(migrations)
+        started = time.monotonic()
         for attempt in range(UPGRADE_ATTEMPTS):
             try:
                 self._upgrade(migrations, expected)
                 break
-            except TransientStoreError:
+            except TransientStoreError as exc:
                 if attempt == UPGRADE_ATTEMPTS - 1:
-                    raise
-                time.sleep(0.5 * 2**attempt)
+                    raise TransientStoreError(
+                        f"db upgrade gave up after {UPGRADE_ATTEMPTS} attempts in "
+                        f"{time.monotonic() - started:.0f} s, the database unchanged: a lock it "
+                        "needs stayed taken (a long transaction on the job tables?) or the "
+                        f"database did not answer; the last attempt: {exc}"
+                    ) from exc
+                pause = min(UPGRADE_MAX_PAUSE_SECONDS, UPGRADE_FIRST_PAUSE_SECONDS * 2**attempt)
+                time.sleep(pause * random.uniform(0.5, 1.5))
         return self.status()
 
     def _upgrade(self, migrations: list[tuple[int, str, str]], expected: Definitions) -> None:

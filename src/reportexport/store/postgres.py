@@ -38,6 +38,7 @@ from reportexport.store.schema import redact
 
 NOTIFY_CHANNEL = "reportexport_jobs"
 UPGRADE_LOCK = 0x7265706F7274  # pg_advisory_xact_lock key: one upgrade at a time
+UPGRADE_LOCK_TIMEOUT_MS = 300  # how long an upgrade waits for a table lock, per attempt
 # Transactions that serialise on a key take a transaction-scoped advisory lock on a hash of it
 # (a collision only makes two keys wait for each other).
 SERIALISE = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
@@ -241,12 +242,14 @@ class PostgresDriver:
 
     @contextmanager
     def schema_access(self, *, write: bool) -> Iterator[PostgresSchemaAccess]:
-        """Writing: one upgrade at a time; a migration may take its time, but waits for locks
-        only as long as any session does (live workers hold row locks for moments)."""
+        """Writing: one upgrade at a time; a migration may take its time, but waits for a table
+        lock only UPGRADE_LOCK_TIMEOUT_MS, since every session that wants the table meanwhile
+        queues behind the waiting upgrade (the caller tries again)."""
         with self._transaction() as conn:
             if write:
                 conn.execute("SET LOCAL statement_timeout = 0")
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
+                conn.execute(f"SET LOCAL lock_timeout = {UPGRADE_LOCK_TIMEOUT_MS}")
             else:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield PostgresSchemaAccess(conn, self.queries)
