@@ -46,6 +46,20 @@ def test_an_executable_script_without_a_suffix_is_read(tree: Path) -> None:  # n
     assert "scripts/notes" not in done.stdout
 
 
+def test_a_blind_status_write_is_found_outside_tests_only(tree: Path) -> None:  # noqa: F811
+    """Tests write statuses by hand on purpose, as an operator in a shell would."""
+    blind = (
+        "def give_up(conn, job_id):\n"
+        "    conn.execute(f\"UPDATE jobs SET status = 'failed', change_actor = 'worker' "
+        'WHERE id = {job_id}")\n'
+    )
+    write(tree, "tests/store/test_by_hand.py", blind)
+    write(tree, "tools/give_up.py", blind)
+    done = run_gate(tree)
+    assert "tools/give_up.py:2: no-source-state" in done.stdout
+    assert "test_by_hand" not in done.stdout
+
+
 def test_the_corpus_and_the_mutants_are_left_out_by_default(tree: Path) -> None:  # noqa: F811
     write(tree, "tests/gate/corpus/drift/x.toml", f'append = """X = "{ALIAS}" """\n')
     write(tree, "tests/contract/mutants/job_status.py", f'STATES = ("{ALIAS}",)\n')

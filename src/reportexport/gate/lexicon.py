@@ -19,6 +19,7 @@ STATES_INVENTED = "states-invented"
 UNDECLARED_EDGE = "undeclared-edge"
 WRONG_ACTOR = "wrong-actor"
 NOT_INITIAL = "not-initial"
+NO_SOURCE_STATE = "no-source-state"
 
 # Words that name a status in most systems; with words ending -ed or -ing, what makes a
 # collection that also holds a fixture state a collection of states.

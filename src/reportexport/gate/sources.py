@@ -50,6 +50,18 @@ MAX_BYTES = 1_000_000
 _SHEBANG = re.compile(rb"#![^\n]*\b(?:sh|bash|zsh|python3?|node)\b")
 
 
+def is_test_file(name: str) -> bool:
+    """A file of a test suite: under a `tests` or `test` directory, or named as pytest finds
+    tests (`test_*.py`, `*_test.py`, `conftest.py`)."""
+    *folders, file_name = name.split("/")
+    return (
+        any(folder in ("tests", "test") for folder in folders)
+        or file_name.startswith("test_")
+        or file_name.endswith("_test.py")
+        or file_name == "conftest.py"
+    )
+
+
 def kind_of(path: Path) -> str | None:
     """The kind of text a file holds; an executable script without a suffix by its shebang."""
     kind = KINDS.get(path.suffix.lower())
