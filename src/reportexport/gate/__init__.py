@@ -14,7 +14,7 @@ import ast
 import contextlib
 import gc
 import os
-import pickle
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -101,6 +101,7 @@ class Scanner:
     ) -> None:
         lexicon = Lexicon.of(graph)
         self.fingerprint = graph.fingerprint
+        self.triggers = _triggers(lexicon)
         self.python = PythonRules(lexicon)
         self.text = TextRules(lexicon)
         # Generated files list the states by design; generated-drift keeps them current.
@@ -114,6 +115,8 @@ class Scanner:
         pragmas = tuple(find_pragmas(source.name, source.text, source.kind))
         if source.kind != PYTHON:
             scanned = Scanned(facts=self.text.check(source.kind, source.text), pragmas=pragmas)
+        elif self.triggers.search(source.text) is None:
+            scanned = Scanned(facts=Facts(), pragmas=pragmas)  # nothing a rule reads: not parsed
         else:
             try:
                 tree = ast.parse(source.text, filename=source.name)
@@ -136,11 +139,22 @@ class Scanner:
         return scanned
 
 
+def _triggers(lexicon: Lexicon) -> re.Pattern[str]:
+    """What a Python module must contain for any rule to find something in it: a word of the
+    fixture, or a name of the kinds the rules follow (a status or state, a handler, a
+    transition, an actor). A module with none is not parsed."""
+    words = {*lexicon.states, *lexicon.aliases, *lexicon.actors, *lexicon.effects}
+    names = ("status", "state", "handler", "transition", "actor")
+    return re.compile("|".join(map(re.escape, (*names, *sorted(words)))), re.I)
+
+
 def scan_all(scanner: Scanner, files: Sequence[SourceFile]) -> tuple[Scanned, ...]:
     """Every file's per-file results. With a second core and enough files, a forked child
     scans every other file: what a file gives depends on nothing but the file itself."""
     if scanner.memo is not None or len(files) < PARALLEL_FROM or not _can_fork():
         return tuple(scanner.scan(source) for source in files)
+    import pickle  # only here: most runs on a small tree never fork
+
     reader, writer = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - runs in the child, which never returns
