@@ -147,6 +147,25 @@ STATUS_THROUGH_NAMES = {
     "prose in an f-string": 'log.info(f"job {job_id} status=stalled attempt={n}")',
     "a default": 'def f(status="paused"): ...',
     "a tuple compared element-wise": 'ok = (job.status, job.error_code) == ("stalled", None)',
+    "a local, past a nested function that names nothing the rules read": """
+        def f(job):
+            word = "stalled"
+
+            def helper(x):
+                return x + 1
+
+            return job.status == helper(0) or job.status == word
+        """,
+    "a module constant that names nothing the rules read, in a class": """
+        PARKED = "parked"
+
+        class Plain:
+            def double(self, x):
+                return 2 * x
+
+            def check(self, job):
+                return job.status == PARKED
+        """,
 }
 
 

@@ -14,7 +14,6 @@ import ast
 import contextlib
 import gc
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -101,7 +100,6 @@ class Scanner:
     ) -> None:
         lexicon = Lexicon.of(graph)
         self.fingerprint = graph.fingerprint
-        self.triggers = _triggers(lexicon)
         self.python = PythonRules(lexicon)
         self.text = TextRules(lexicon)
         # Generated files list the states by design; generated-drift keeps them current.
@@ -115,7 +113,7 @@ class Scanner:
         pragmas = tuple(find_pragmas(source.name, source.text, source.kind))
         if source.kind != PYTHON:
             scanned = Scanned(facts=self.text.check(source.kind, source.text), pragmas=pragmas)
-        elif self.triggers.search(source.text) is None:
+        elif not self.python.may_find(source.text):
             scanned = Scanned(facts=Facts(), pragmas=pragmas)  # nothing a rule reads: not parsed
         else:
             try:
@@ -137,15 +135,6 @@ class Scanner:
         if self.memo is not None:
             self.memo[key] = scanned
         return scanned
-
-
-def _triggers(lexicon: Lexicon) -> re.Pattern[str]:
-    """What a Python module must contain for any rule to find something in it: a word of the
-    fixture, or a name of the kinds the rules follow (a status or state, a handler, a
-    transition, an actor). A module with none is not parsed."""
-    words = {*lexicon.states, *lexicon.aliases, *lexicon.actors, *lexicon.effects}
-    names = ("status", "state", "handler", "transition", "actor")
-    return re.compile("|".join(map(re.escape, (*names, *sorted(words)))), re.I)
 
 
 def scan_all(scanner: Scanner, files: Sequence[SourceFile]) -> tuple[Scanned, ...]:
