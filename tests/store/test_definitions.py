@@ -173,7 +173,12 @@ def test_upgrade_neither_stalls_live_sessions_nor_fails_while_a_row_is_locked(
     that wants the table waits behind it, so it waits briefly and tries again."""
     holder, other = locked_job(postgres_url)
     released: list[float] = []
-    release = threading.Timer(3.0, lambda: (holder.rollback(), released.append(time.monotonic())))
+
+    def release_the_row() -> None:
+        holder.rollback()
+        released.append(time.monotonic())
+
+    release = threading.Timer(3.0, release_the_row)
     try:
         # The sessions' own lock timeout is 5 s: an upgrade that waited that long would stall
         # the peer as long.
