@@ -407,14 +407,13 @@ BEHAVIOUR_FINDINGS_SHOWN = 20
 
 
 def cmd_db_check(runtime: Runtime, args: argparse.Namespace) -> int:
-    """Exit 1 unless the schema is current, its guards are what `db upgrade` installs and,
-    with --behaviour, the live database refuses and accepts exactly what the fixture says."""
+    """Exit 1 unless the schema is current, its guards are what this program's migrations and
+    graph SQL make (built afresh: the digest `db upgrade` recorded is not trusted) and, with
+    --behaviour, the live database refuses and accepts exactly what the fixture says."""
     url = runtime.database_label
     schema = runtime.unchecked_database().schema
     status = schema.status()
-    problems = status.problems()
-    if status.version and status.definitions_installed != status.definitions_recorded:
-        problems += schema.installed_definitions().differences(schema.expected_definitions())
+    problems = status.problems() + schema.drift(status.version)
     if args.behaviour and status.version:
         report = schema.probe()
         shown = report.findings[:BEHAVIOUR_FINDINGS_SHOWN]

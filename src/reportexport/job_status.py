@@ -7,47 +7,51 @@ generated from the fixture, so nothing here reads a file; a caller holding anoth
 (a lifecycle change under test) passes it explicitly.
 
 The moves the program itself makes are named here once (`CLAIM`, `SUCCEED`, `FAIL`, `CANCELS`),
-taken from the fixture's edges, so no other module retypes a (from, to, actor) triple.
+taken from the fixture's edges, so no other module retypes a (from, to, actor) triple. A move's
+type names where it may lead (`Move[FromRunningByWorker]`), so a worker's outcome built from
+any other move, or from a word, is refused by mypy.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from reportexport import lifecycle
 from reportexport.graph import Edge, Graph
-from reportexport.lifecycle import Actor, Status
+from reportexport.lifecycle import Actor, FromQueuedByWorker, FromRunningByWorker, Status
 
 STATES: tuple[Status, ...] = lifecycle.STATES
 TERMINAL: tuple[Status, ...] = lifecycle.TERMINAL
 _ACTOR_OF: Mapping[tuple[str, str], str] = {(f, t): a for f, t, a in lifecycle.TRANSITIONS}
 
 JobT = TypeVar("JobT")
+To = TypeVar("To", bound=Status)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Move:
-    """A declared edge of the fixture, typed: what a store's guarded write names."""
+class Move(Generic[To]):
+    """A declared edge of the fixture, typed: what a store's guarded write names, typed by
+    where it leads."""
 
     from_status: Status
-    to_status: Status
+    to_status: To
     actor: Actor
 
 
-def _move(from_status: Status, to_status: Status) -> Move:
+def _move(from_status: Status, to_status: To) -> Move[To]:
     for edge_from, edge_to, actor in lifecycle.TRANSITIONS:
         if (edge_from, edge_to) == (from_status, to_status):
-            return Move(from_status=edge_from, to_status=edge_to, actor=actor)
+            return Move(from_status=edge_from, to_status=to_status, actor=actor)
     raise ImportError(f"the fixture declares no edge {from_status}->{to_status}")
 
 
-CLAIM: Move = _move(lifecycle.INITIAL, "running")
-SUCCEED: Move = _move("running", "succeeded")
-FAIL: Move = _move("running", "failed")
+CLAIM: Move[FromQueuedByWorker] = _move(lifecycle.INITIAL, "running")
+SUCCEED: Move[FromRunningByWorker] = _move("running", "succeeded")
+FAIL: Move[FromRunningByWorker] = _move("running", "failed")
 # A person's cancel: one edge per state it may leave from.
-CANCELS: tuple[Move, ...] = tuple(
+CANCELS: tuple[Move[Status], ...] = tuple(
     Move(from_status=f, to_status=t, actor=a)
     for f, t, a in lifecycle.TRANSITIONS
     if t == "canceled"

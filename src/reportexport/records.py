@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NewType
 
-from reportexport.lifecycle import Actor, Effect, Status
+from reportexport.lifecycle import Actor, Effect, FromRunningByWorker, Status
 
 JobId = NewType("JobId", int)
 
@@ -147,7 +147,7 @@ class WebhookEndpoint:
 @dataclass(frozen=True, kw_only=True)
 class WebhookDelivery:
     job_id: JobId
-    effect: str
+    effect: Effect
     endpoint_id: int
     attempts: int
     last_attempt_at: datetime | None
@@ -240,10 +240,11 @@ class PublishedObject:
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    """How a worker ends a running job: a terminal status, and what goes with it."""
+    """How a worker ends a running job: where the worker's edges from running lead (build it
+    from `job_status.SUCCEED` or `FAIL`), and what goes with it."""
 
     lease: Lease
-    to_status: Status
+    to_status: FromRunningByWorker
     reason: str | None = None
     error_code: str | None = None
     error_message: str | None = None

@@ -12,6 +12,7 @@ import pytest
 
 from reportexport.gate.lexicon import (
     FORBIDDEN_ALIAS,
+    NO_SOURCE_STATE,
     NOT_INITIAL,
     STATES_INVENTED,
     UNDECLARED_EDGE,
@@ -146,6 +147,25 @@ STATUS_THROUGH_NAMES = {
     "prose in an f-string": 'log.info(f"job {job_id} status=stalled attempt={n}")',
     "a default": 'def f(status="paused"): ...',
     "a tuple compared element-wise": 'ok = (job.status, job.error_code) == ("stalled", None)',
+    "a local, past a nested function that names nothing the rules read": """
+        def f(job):
+            word = "stalled"
+
+            def helper(x):
+                return x + 1
+
+            return job.status == helper(0) or job.status == word
+        """,
+    "a module constant that names nothing the rules read, in a class": """
+        PARKED = "parked"
+
+        class Plain:
+            def double(self, x):
+                return 2 * x
+
+            def check(self, job):
+                return job.status == PARKED
+        """,
 }
 
 
@@ -256,6 +276,16 @@ def test_sql_in_a_python_string_is_read_statement_by_statement() -> None:
     assert python_hits(source) == [(3, WRONG_ACTOR)]
 
 
+def test_a_blind_status_write_built_in_an_f_string_is_found() -> None:
+    source = """
+        def give_up(conn, job_id):
+            conn.execute(
+                f"UPDATE jobs SET status = 'failed', change_actor = 'worker' WHERE id = {job_id}"
+            )
+        """
+    assert python_hits(source) == [(3, NO_SOURCE_STATE)]
+
+
 def test_the_parts_of_a_concatenated_string_keep_their_lines() -> None:
     source = """
         SCRIPT = (
@@ -293,6 +323,19 @@ SQL_CASES = {
         "UPDATE jobs SET status = 'queued', change_actor = 'user'\n"
         " WHERE id IN (SELECT id FROM picked);",
         [(2, UNDECLARED_EDGE)],
+    ),
+    "a blind write: no source state": (
+        "UPDATE jobs SET status = 'failed', change_actor = 'worker' WHERE id = :id;",
+        [(1, NO_SOURCE_STATE)],
+    ),
+    "a blind write with driver parameters": (
+        "UPDATE jobs\n   SET status = %(to_status)s, change_actor = 'worker'\n WHERE id = %(id)s;",
+        [(2, NO_SOURCE_STATE)],
+    ),
+    "a blind write guarded only against the terminal states": (
+        "UPDATE jobs SET status = 'failed', change_actor = 'worker'\n"
+        " WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'canceled');",
+        [(1, NO_SOURCE_STATE)],
     ),
     "an unknown actor": (
         "UPDATE jobs SET status = 'failed', change_actor = 'robot' WHERE status = 'running';",
@@ -354,6 +397,14 @@ def test_sql_that_drifts_is_found(sql: str, expected: list[tuple[int, str]]) -> 
         "UPDATE jobs SET status = 'canceled', change_actor = 'user', change_person = 'olga'\n"
         " WHERE id = 42;",
         "UPDATE jobs SET rows_written = :rows WHERE status = 'running';",
+        "UPDATE jobs SET status = 'failed', change_actor = 'worker'\n"
+        " WHERE id = :id AND lease_token = :token AND status = 'running';",
+        "WITH picked AS (SELECT id FROM jobs WHERE status = 'queued' LIMIT :n)\n"
+        "UPDATE jobs SET status = 'running', change_actor = 'worker'\n"
+        " WHERE id IN (SELECT id FROM picked);",
+        "UPDATE jobs SET status = 'canceled', change_actor = 'user'\n"
+        " WHERE id = :id AND status = ANY(:cancelable);",
+        "UPDATE jobs SET rows_written = :rows WHERE id = :id;",
         "INSERT INTO jobs (owner, status) VALUES (:owner, :status);",
         "INSERT INTO job_states (status, position) VALUES ('running', 1);",
         "SELECT CASE NEW.status WHEN 'succeeded' THEN 1 END;",

@@ -86,6 +86,32 @@ def test_mypy_refuses_a_word_that_is_not_a_state(shop: Path) -> None:
     )
 
 
+def test_a_checked_input_narrows_and_a_move_the_fixture_lacks_is_refused(shop: Path) -> None:
+    """`is_status` narrows a string that was checked; `From<State>By<Actor>` holds exactly the
+    targets of that actor's edges from that state."""
+    (shop / "src" / "shop" / "moves.py").write_text(
+        "from shop.lifecycle import FromRunningByWorker, Status, is_status\n"
+        "\n\n"
+        "def status_of(text: str) -> Status:\n"
+        "    if not is_status(text):\n"
+        "        raise ValueError(text)\n"
+        "    return text\n"
+        "\n\n"
+        'ENDS: tuple[FromRunningByWorker, ...] = ("succeeded", "failed")\n'
+    )
+    assert mypy(shop).returncode == 0, mypy(shop).stdout
+    moves = shop / "src" / "shop" / "moves.py"
+    moves.write_text(
+        moves.read_text()
+        + "\n\ndef unchecked(text: str) -> Status:\n    return text\n"
+        + '\n\nWORKER_CANCELS: FromRunningByWorker = "canceled"\n'
+    )
+    checked = mypy(shop)
+    assert checked.returncode == 1
+    assert "moves.py:14: error: Incompatible return value type" in checked.stdout
+    assert "moves.py:17: error: Incompatible types in assignment" in checked.stdout
+
+
 def test_the_gate_keeps_the_typed_names_equal_to_the_fixture(shop: Path) -> None:
     lifecycle = shop / LIFECYCLE
     lifecycle.write_text(lifecycle.read_text().replace('    "canceled",\n', "", 1))

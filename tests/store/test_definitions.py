@@ -6,13 +6,22 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from reportexport.store import Database, SchemaMismatchError, StoreError, open_database
+from reportexport.graph import Graph
+from reportexport.store import (
+    Database,
+    SchemaMismatchError,
+    StoreError,
+    TransientStoreError,
+    open_database,
+)
 from tests.store.conftest import GRAPH, RawSql
 from tests.store.test_operations import new_job
 from tests.store.test_schema import run_cli
@@ -115,22 +124,140 @@ def test_an_object_added_by_hand_is_named_and_upgrade_will_not_bless_it(
             database.schema.upgrade()
 
 
-def test_upgrade_waits_out_a_row_lock_instead_of_failing(postgres_url: str) -> None:
-    """A live worker holds row locks for moments; re-applying the graph needs the table."""
-    with closing(open_database(postgres_url, GRAPH)) as database:
-        job = database.jobs.create_job(new_job())[0]
-    with closing(RawSql(postgres_url)) as raw:
+class Peer(threading.Thread):
+    """A live worker's session: progress updates on its own job, each timed, until stopped."""
+
+    def __init__(self, url: str, job_id: int) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.job_id = job_id
+        self.waits: list[float] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            statement = (
+                f"UPDATE jobs SET bytes_written = bytes_written + 1 WHERE id = {self.job_id}"
+            )
+            while not self.stop.is_set():
+                began = time.monotonic()
+                conn.execute(statement.encode())
+                self.waits.append(time.monotonic() - began)
+                time.sleep(0.05)
+
+    def __enter__(self) -> Peer:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.join(timeout=30)
+
+
+def locked_job(url: str) -> tuple[psycopg.Connection[Any], int]:
+    """A lax guard for the upgrade to replace, a transaction holding a job row (as a worker's
+    does while it finishes the job), and another job for a peer to update meanwhile."""
+    with closing(open_database(url, GRAPH)) as database:
+        held, other = (database.jobs.create_job(new_job())[0] for _ in range(2))
+    with closing(RawSql(url)) as raw:
         lax(raw)
-    holder = psycopg.connect(postgres_url)
-    holder.execute(f"UPDATE jobs SET bytes_written = 1 WHERE id = {job.id}".encode())
-    release = threading.Timer(3.0, holder.rollback)
-    release.start()
-    started = time.monotonic()
+    holder = psycopg.connect(url)
+    holder.execute(f"UPDATE jobs SET bytes_written = 1 WHERE id = {held.id}".encode())
+    return holder, other.id
+
+
+def test_upgrade_neither_stalls_live_sessions_nor_fails_while_a_row_is_locked(
+    postgres_url: str,
+) -> None:
+    """Re-applying the graph needs the job table; while the upgrade waits for it, every session
+    that wants the table waits behind it, so it waits briefly and tries again."""
+    holder, other = locked_job(postgres_url)
+    released: list[float] = []
+
+    def release_the_row() -> None:
+        holder.rollback()
+        released.append(time.monotonic())
+
+    release = threading.Timer(3.0, release_the_row)
     try:
-        with closing(open_database(postgres_url, GRAPH, check=False, lock_timeout_seconds=1)) as db:
+        # The sessions' own lock timeout is 5 s: an upgrade that waited that long would stall
+        # the peer as long.
+        with (
+            closing(open_database(postgres_url, GRAPH, check=False)) as db,
+            Peer(postgres_url, other) as peer,
+        ):
+            release.start()
             db.schema.upgrade()
+            upgraded = time.monotonic()
             assert db.schema.status().current
     finally:
         release.cancel()
         holder.close()
-    assert time.monotonic() - started >= 2  # it waited for the lock, and got through
+    assert released
+    assert upgraded > released[0]  # it waited for the lock, and got through
+    assert max(peer.waits) < 2.0, peer.waits
+    assert len(peer.waits) > 5
+
+
+def test_upgrade_gives_up_clearly_when_a_lock_is_never_released(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reportexport.store import migrator
+
+    monkeypatch.setattr(migrator, "UPGRADE_ATTEMPTS", 3)
+    holder, _ = locked_job(postgres_url)
+    try:
+        with closing(open_database(postgres_url, GRAPH, check=False)) as db:
+            with pytest.raises(TransientStoreError, match=r"gave up after 3 attempts.*unchanged"):
+                db.schema.upgrade()
+            assert not db.schema.status().current
+    finally:
+        holder.close()
+    assert run_cli("db", "upgrade", "--database", postgres_url).returncode == 0
+
+
+def test_db_check_builds_what_is_expected_and_trusts_no_recorded_digest(
+    database_url: str, raw: RawSql
+) -> None:
+    """A lax guard with its digest recorded by hand, as if `db upgrade` had installed it."""
+    lax(raw)
+    with closing(open_database(database_url, GRAPH, check=False)) as database:
+        installed = database.schema.installed_definitions().digest
+    raw.execute(
+        f"UPDATE reportexport_meta SET value = '{installed}' WHERE key = 'definitions_digest'"
+    )
+    check = run_cli("db", "check", "--database", database_url)
+    assert check.returncode == 1, check.stdout
+    assert "current" not in check.stdout
+    assert "jobs_status_guard" in check.stderr or "job_status_guard" in check.stderr
+    assert "db upgrade" in check.stderr
+
+
+def test_a_database_upgraded_by_a_program_with_other_graph_sql_is_refused_at_start(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The other program's guard is what it recorded; this program expects its own."""
+    from reportexport.store import migrator
+
+    def other_program(dialect: str) -> Callable[[Graph], str]:
+        render = migrator.GRAPH_SQL[dialect]
+        return lambda graph: render(graph) + "\n-- another program's graph SQL\n"
+
+    if backend == "postgres":
+        url = str(request.getfixturevalue("empty_postgres_url"))
+    else:
+        url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    with monkeypatch.context() as patched:
+        patched.setattr(migrator, "GRAPH_SQL", {d: other_program(d) for d in migrator.GRAPH_SQL})
+        with closing(open_database(url, GRAPH, check=False)) as database:
+            database.schema.upgrade()
+        with closing(open_database(url, GRAPH)):
+            pass  # current for the program that upgraded it
+    with pytest.raises(SchemaMismatchError, match=r"migrations or graph SQL differ.*db upgrade"):
+        open_database(url, GRAPH)
+    started = run_cli("users", "list", "--database", url)
+    assert started.returncode == 2, started.stderr
+    assert "db upgrade" in started.stderr
+    assert run_cli("db", "upgrade", "--database", url).returncode == 0
+    with closing(open_database(url, GRAPH)) as database:
+        assert database.schema.status().current

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -201,19 +202,57 @@ def heartbeat() -> Heartbeat:
                      started_at=datetime.now(UTC))  # fmt: skip
 
 
+SERVICE_ROLE = "reportexport_test_service"
+
+
+def service_role_url(owner_url: str) -> str:
+    """The same database, as a login role created by `db upgrade --service-role`."""
+    with closing(open_database(owner_url, GRAPH)) as owner_db:
+        owner_db.schema.grant_service_role(SERVICE_ROLE)
+    base, _, _ = owner_url.partition("://")
+    rest = owner_url.split("@", 1)[1]
+    return f"{base}://{SERVICE_ROLE}@{rest}"
+
+
+def test_every_table_is_granted_to_the_service_role_or_kept_by_the_owner_for_a_reason(
+    postgres_url: str,
+) -> None:
+    """A table a migration adds without a grant would stop the service the day it is used."""
+    from reportexport.store.postgres import OWNER_ONLY, SERVICE_GRANTS
+
+    granted = {table for _, tables in SERVICE_GRANTS for table in tables}
+    with psycopg.connect(postgres_url) as conn:
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm')"
+            )
+        }
+    assert tables - granted - OWNER_ONLY.keys() == set(), (
+        "give the service role its rights on these tables in SERVICE_GRANTS "
+        "(store/postgres.py), or list them in OWNER_ONLY with the reason"
+    )
+    assert (granted | OWNER_ONLY.keys()) - tables == set(), "grants name tables that do not exist"
+    assert all(reason.strip() for reason in OWNER_ONLY.values())
+
+
+def test_the_owner_and_the_service_role_read_the_same_inventory(postgres_url: str) -> None:
+    """The start-up check compares what a role can see with what the owner recorded."""
+    service_url = service_role_url(postgres_url)
+    with closing(open_database(postgres_url, GRAPH)) as owner_db:
+        as_owner = owner_db.schema.installed_definitions()
+    with closing(open_database(service_url, GRAPH, check=False)) as service_db:
+        as_service = service_db.schema.installed_definitions()
+        assert service_db.schema.status().current
+    assert as_service.differences(as_owner) == []
+    assert as_service.digest == as_owner.digest
+
+
 def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
     postgres_url: str,
 ) -> None:
-    role = "reportexport_test_service"
-    owner_db = open_database(postgres_url, GRAPH)
-    try:
-        owner_db.schema.grant_service_role(role)
-    finally:
-        owner_db.close()
-    base, _, _ = postgres_url.partition("://")
-    rest = postgres_url.split("@", 1)[1]
-    service_url = f"{base}://{role}@{rest}"
-
+    service_url = service_role_url(postgres_url)
     service = open_database(service_url, GRAPH)
     try:
         job_id = succeeded(service)  # the service works through the triggers...
@@ -236,6 +275,17 @@ def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
         service.caps.publish({"warehouse": 3}, process="svc")
         service.caps.publish({"warehouse": 1}, process="svc")
         assert [(c.source, c.max_concurrent) for c in service.caps.caps()] == [("warehouse", 1)]
+        now = datetime.now(UTC)
+        schedule = service.schedules.create(
+            owner=user.name, saved_query="q", parameters={}, cron="0 6 * * *", time_zone="UTC",
+            ends_at=None, next_fire_at=now, created_by=user.name, max_per_owner=5,
+        )  # fmt: skip
+        assert schedule is not None
+        firing = service.schedules.take(schedule, scheduled_for=now, next_fire_at=None, missed=0,
+                                        fired_by="svc", fired_at=now)  # fmt: skip
+        assert firing is not None
+        assert service.schedules.settle_job(firing, job_id=job_id, query_hash="h")
+        assert service.schedules.delete(schedule.id, now=now)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):  # purging is the owner's
             service.retention.purge(datetime.now(UTC), person="svc-person")
     finally:

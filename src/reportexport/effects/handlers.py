@@ -17,6 +17,7 @@ import httpx
 
 from reportexport.exports import verify_published
 from reportexport.graph import Graph
+from reportexport.lifecycle import Effect, is_effect
 from reportexport.objects import ObjectStore
 from reportexport.records import SideEffect
 from reportexport.store import Job, WebhookEndpoints
@@ -54,16 +55,19 @@ class Context:
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: dict[Effect, Handler] = {}
 
 
 def side_effect_handler(function: Handler) -> Handler:
     """Register `function` as the handler of the side effect it is named after."""
-    HANDLERS[function.__name__] = function
+    name = function.__name__
+    if not is_effect(name):
+        raise ValueError(f"handler {name!r} names no side effect of the fixture")
+    HANDLERS[name] = function
     return function
 
 
-def check_handlers(graph: Graph, handlers: Mapping[str, Handler] = HANDLERS) -> None:
+def check_handlers(graph: Graph, handlers: Mapping[Effect, Handler] = HANDLERS) -> None:
     missing = sorted(set(graph.effect_names) - set(handlers))
     unknown = sorted(set(handlers) - set(graph.effect_names))
     problems = [f"no handler for the fixture's side effect {name!r}" for name in missing]
@@ -101,7 +105,7 @@ def delete_temp_object(ctx: Context, job: Job, effect: SideEffect) -> Outcome:
     return Outcome(done=True)
 
 
-def message_id(job_id: int, effect: str) -> str:
+def message_id(job_id: int, effect: Effect) -> str:
     """Stable per (job, effect): every attempt of one event carries the same webhook-id."""
     return f"msg_{job_id}_{effect}"
 

@@ -23,6 +23,7 @@ from typing import Protocol
 from reportexport.effects.backoff import RetryPolicy
 from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
 from reportexport.graph import Graph
+from reportexport.lifecycle import Effect
 from reportexport.loops import Supervisor
 from reportexport.records import ClaimedEffect, Heartbeat
 from reportexport.store import EffectStore, Heartbeats, JobStore, TransientStoreError
@@ -61,7 +62,7 @@ class EffectsRunner:
         graph: Graph,
         settings: RunnerSettings | None = None,
         *,
-        handlers: Mapping[str, Handler] = HANDLERS,
+        handlers: Mapping[Effect, Handler] = HANDLERS,
         clock: Callable[[], datetime] | None = None,
         rng: random.Random | None = None,
         restart_loops: bool = True,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,8 @@ class GitError(RuntimeError):
 
 
 def _git(root: Path, *args: str) -> str:
+    import subprocess  # only here and in sources.git_listing: importing it costs
+
     done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise GitError(f"git {' '.join(args)}: {done.stderr.strip()}")
@@ -36,6 +37,8 @@ def commits_in(root: Path, spec: str) -> list[str]:
 
 
 def _show(root: Path, commit: str, path: str) -> str | None:
+    import subprocess
+
     done = subprocess.run(
         ["git", "show", f"{commit}:{path}"], cwd=root, capture_output=True, check=False
     )

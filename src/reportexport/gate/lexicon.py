@@ -19,6 +19,7 @@ STATES_INVENTED = "states-invented"
 UNDECLARED_EDGE = "undeclared-edge"
 WRONG_ACTOR = "wrong-actor"
 NOT_INITIAL = "not-initial"
+NO_SOURCE_STATE = "no-source-state"
 
 # Words that name a status in most systems; with words ending -ed or -ing, what makes a
 # collection that also holds a fixture state a collection of states.
@@ -39,6 +40,7 @@ STATES_NAME = re.compile(r"(?:[A-Za-z0-9]+_)*(?:states|statuses|STATES|STATUSES)
 
 # The line an offset of a text is on.
 LineOf = Callable[[int], int]
+_NEWLINE = re.compile("\n")
 
 
 def lines_of(text: str, first_line: int = 1) -> LineOf:
@@ -47,7 +49,7 @@ def lines_of(text: str, first_line: int = 1) -> LineOf:
 
     def line_of(offset: int) -> int:
         if not newlines and "\n" in text:
-            newlines.extend(i for i, char in enumerate(text) if char == "\n")
+            newlines.extend(match.start() for match in _NEWLINE.finditer(text))
         return first_line + bisect.bisect_left(newlines, offset)
 
     return line_of

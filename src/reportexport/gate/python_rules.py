@@ -17,6 +17,11 @@
 - SQL in strings, through `sql.SqlRules`; module-level `STATES`, through `states`;
 - side-effect handlers registered by decorator, `HANDLERS["x"] = ...`, `HANDLERS.update(...)`,
   `.setdefault` or a dict literal, gathered for the whole-tree check.
+
+Every finding needs its evidence in the text of the statement it is in: a word of the fixture,
+or a name of the kinds the rules follow (`PythonRules.triggers`). A module, a top-level
+statement, a class or a function whose text holds none is not read at all (the module's
+constants are gathered beforehand), which spares a third of the tree.
 """
 
 from __future__ import annotations
@@ -119,6 +124,17 @@ class PythonRules:
         self.lexicon = lexicon
         self.vocabulary = Vocabulary(lexicon)
         self.sql = SqlRules(lexicon)
+        words = {*lexicon.states, *lexicon.aliases, *lexicon.actors, *lexicon.effects}
+        # The names the rules follow: STATUS_NAME, STATES_NAME, _STATES_REF (terminal),
+        # _HANDLERS_NAME, _REGISTER_CALLS (register_effect), TRANSITION_CALLS, actor keywords.
+        names = {"status", "state", "terminal", "handler", "effect", "transition", "actor"}
+        # Searched in lower-cased text: far faster than a case-blind pattern.
+        lowered = sorted({word.lower() for word in (*names, *words)})
+        self.triggers = re.compile("|".join(map(re.escape, lowered)))
+
+    def may_find(self, text: str) -> bool:
+        """Whether any rule could find something in `text`: it holds a word a rule reads."""
+        return self.triggers.search(text.lower()) is not None
 
     def check(self, tree: ast.Module, text: str = "", *, generated: bool = False) -> Facts:
         run = _Run(self, tree, text, generated)
@@ -131,6 +147,9 @@ class _Run:
 
     def __init__(self, rules: PythonRules, tree: ast.Module, text: str, generated: bool) -> None:
         self.text = text
+        self.triggers = rules.triggers
+        self._line_starts: list[int] | None = None
+        self._lowered = ""
         self.lexicon = rules.lexicon
         self.vocabulary = rules.vocabulary
         self.sql = rules.sql
@@ -220,12 +239,35 @@ class _Run:
 
     def module(self, tree: ast.Module) -> None:
         for node in tree.body:
-            if self._states_assignment(node):
+            if self._states_assignment(node) or not self.mentions(node):
                 continue
             self.visit(node)
 
+    def mentions(self, node: ast.AST) -> bool:
+        """Whether the text of `node`, with its decorators, holds a word any rule reads."""
+        starts = self._line_starts
+        if starts is None:
+            # Lines as the AST counts them, offsets as in the text: a module with a lone
+            # carriage return (a line break too) or a character that lower-cases to two is
+            # read whole.
+            self._lowered = self.text.lower()
+            same = len(self._lowered) == len(self.text) and not _LONE_CR.search(self.text)
+            starts = _line_starts(self.text) if same else []
+            self._line_starts = starts
+        if not starts:
+            return True
+        line: int = getattr(node, "lineno", 1)
+        decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+        first = min(line, *(d.lineno for d in decorators)) if decorators else line
+        last: int = getattr(node, "end_lineno", None) or line
+        begin = starts[first - 1] if first <= len(starts) else len(self.text)
+        end = starts[last] if last < len(starts) else len(self.text)
+        return self.triggers.search(self._lowered, begin, end) is not None
+
     def visit(self, node: ast.AST) -> None:
         kind = type(node)
+        if kind in _DEFINITIONS and not self.mentions(node):  # a def the rules need not read
+            return
         handler = _HANDLERS.get(kind)
         if handler is not None and handler(self, node) is False:
             return  # the handler visited the children itself
@@ -688,6 +730,16 @@ def _string_lines(text: str, node: ast.Constant) -> LineOf:
         return min(first + value.count("\n", start, offset), last)
 
     return line_of
+
+
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_LONE_CR = re.compile("\r(?!\n)")
+_NEWLINE = re.compile("\n")
+
+
+def _line_starts(text: str) -> list[int]:
+    """The offset each line of `text` starts at (the first line's is 0)."""
+    return [0, *(match.end() for match in _NEWLINE.finditer(text))]
 
 
 _Handler = Callable[[_Run, Any], bool | None]

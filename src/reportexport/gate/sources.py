@@ -1,4 +1,9 @@
-"""Which files the gate reads, what kind of text each holds, and how it names them."""
+"""Which files the gate reads, what kind of text each holds, and how it names them.
+
+In a git checkout the files are those git lists (tracked, and new ones not ignored), so what
+.gitignore leaves out (databases, mutation runs, caches) costs nothing; elsewhere the tree is
+walked, without the tool and cache directories below.
+"""
 
 from __future__ import annotations
 
@@ -38,16 +43,34 @@ SKIPPED_DIRS = frozenset(
         ".mypy_cache",
         ".ruff_cache",
         ".pytest_cache",
+        ".hypothesis",
+        ".import_linter_cache",
+        ".schemathesis",
+        ".mutate",
+        "mutants",
+        "htmlcov",
         ".tox",
         ".nox",
         ".eggs",
         "site-packages",
     }
 )
-# Build output at the root of the repository holds copies of the sources.
-SKIPPED_AT_ROOT = frozenset({"build", "dist"})
+# Build output at the root of the repository holds copies of the sources; var/ local data.
+SKIPPED_AT_ROOT = frozenset({"build", "dist", "var"})
 MAX_BYTES = 1_000_000
 _SHEBANG = re.compile(rb"#![^\n]*\b(?:sh|bash|zsh|python3?|node)\b")
+
+
+def is_test_file(name: str) -> bool:
+    """A file of a test suite: under a `tests` or `test` directory, or named as pytest finds
+    tests (`test_*.py`, `*_test.py`, `conftest.py`)."""
+    *folders, file_name = name.split("/")
+    return (
+        any(folder in ("tests", "test") for folder in folders)
+        or file_name.startswith("test_")
+        or file_name.endswith("_test.py")
+        or file_name == "conftest.py"
+    )
 
 
 def kind_of(path: Path) -> str | None:
@@ -74,8 +97,12 @@ def iter_sources(
     names files (relative to root) never to read, such as the fixture itself.
     """
     seen: set[str] = set()
+    listed = git_listing(root)
     for path in paths:
-        for candidate, name in _walk(root, path, excluded):
+        found = (
+            _walk(root, path, excluded) if listed is None else _listed(root, path, listed, excluded)
+        )
+        for candidate, name in found:
             if name in skip or name in seen:
                 continue
             seen.add(name)
@@ -88,6 +115,60 @@ def iter_sources(
             except OSError:
                 continue
             yield candidate, name, kind
+
+
+def git_listing(root: Path) -> list[str] | None:
+    """The files of the git checkout `root` is in (relative to root, in the order a walk
+    yields them and without the skipped directories), or None outside a checkout or without
+    git."""
+    resolved = root.resolve()
+    if not any((folder / ".git").exists() for folder in (resolved, *resolved.parents)):
+        return None
+    import subprocess  # only here: most of the gate never runs a process
+
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    if done.returncode != 0:
+        return None
+    names = {name for name in done.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
+    return sorted((n for n in names if not _skipped(n)), key=_walk_order)
+
+
+def _skipped(name: str) -> bool:
+    *folders, _ = name.split("/")
+    return bool(folders) and (
+        folders[0] in SKIPPED_AT_ROOT
+        or any(f in SKIPPED_DIRS or f.endswith(".egg-info") for f in folders)
+    )
+
+
+def _walk_order(name: str) -> tuple[tuple[int, str], ...]:
+    """A folder's files before its subfolders, each by name, as `os.walk` sorted gives them."""
+    *folders, file_name = name.split("/")
+    return (*((1, folder) for folder in folders), (0, file_name))
+
+
+def _listed(
+    root: Path, start: Path, listed: list[str], excluded: re.Pattern[str] | None
+) -> Iterator[tuple[Path, str]]:
+    top = display(start, root)
+    if start.is_file():
+        if not _is_excluded(top, excluded):
+            yield start, top
+        return
+    prefix = "" if top in ("", ".") else top + "/"
+    for name in listed:
+        if name.startswith(prefix) and not _is_excluded(name, excluded):
+            path = root / name
+            if path.is_file():  # a tracked file deleted in the work tree is not read
+                yield path, name
 
 
 def _walk(root: Path, start: Path, excluded: re.Pattern[str] | None) -> Iterator[tuple[Path, str]]:

@@ -6,7 +6,11 @@ status takes in SQL, and a statement it cannot read yields nothing.
 
 - `UPDATE <table> SET status = <to>[, change_actor = <actor>] ... WHERE ... status = <from>`
   (or `status IN (<froms>)`): every (from, to) a declared edge, the actor its own
-  (`undeclared-edge`, `wrong-actor`); a side held in a parameter is left out;
+  (`undeclared-edge`, `wrong-actor`); a side held in a parameter is left out. Such an `UPDATE`
+  that takes a parameter or an interpolated value (the program's write, not a statement a
+  person types with literal ids) and never compares the current status (`status = ...`,
+  `status IN (...)`, in its WHERE or a CTE that picks the rows) is a blind write
+  (`no-source-state`);
 - `INSERT INTO jobs (..., status) VALUES (..., <literal>)` or `SELECT ..., <literal>`: only
   the initial state (`not-initial`);
 - `CASE ... END` whose results are given to a status (`SET status = CASE`, `status := CASE`,
@@ -23,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from reportexport.gate.lexicon import (
+    NO_SOURCE_STATE,
     NOT_INITIAL,
     STATES_INVENTED,
     WRONG_ACTOR,
@@ -46,6 +51,10 @@ _SET_STATUS = re.compile(r"(?<![\w.])(?:\w+\.)?\"?status\"?\s*=\s*", re.I)
 _SET_ACTOR = re.compile(r"(?<![\w.])(?:\w+\.)?(?:change_)?actor\s*=\s*'([^']*)'", re.I)
 _WHERE_EQ = re.compile(r"(?<![\w.])(?:\w+\.)?status\s*=\s*'([^']*)'", re.I)
 _WHERE_IN = re.compile(r"(?<![\w.])(?:\w+\.)?status\s+(NOT\s+)?IN\s*\(([^)]*)\)", re.I)
+# Any comparison that names the state a row is in: with a literal, a list or a parameter.
+# A bind parameter, or a value interpolated into a Python string (NUL), marks the program's SQL.
+_PARAMETER = re.compile(r"(?<![:\w]):[A-Za-z_]\w*|%\(\w+\)s|%s|\$\d+|\?|\x00")
+_SOURCE_GUARD = re.compile(r"(?<![\w.])(?:\w+\.)?\"?status\"?\s*(?:=|IN\b|=\s*ANY\b)", re.I)
 _INSERT = re.compile(
     r"\bINSERT\s+INTO\s+([\w.\"]+)\s*\(([^)]*)\)\s*(?:(VALUES)\b|(?:WITH\b.*?)?(SELECT)\b)",
     _FLAGS,
@@ -136,6 +145,12 @@ class SqlRules:
         at = set_start + target.start()
         for code, message in self.lexicon.move_problems(froms or None, tos, actor):
             yield at, Hit(0, code, message)
+        if _PARAMETER.search(text) is not None and _SOURCE_GUARD.search(guard) is None:
+            message = (
+                "no source state: the status is set with no `status = ...` in the WHERE "
+                "naming the state the row must be in (a blind write)"
+            )
+            yield at, Hit(0, NO_SOURCE_STATE, message)
 
     # -- INSERT INTO jobs ------------------------------------------------------------------------
 

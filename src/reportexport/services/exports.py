@@ -25,8 +25,7 @@ from typing import Any, BinaryIO, Protocol
 from reportexport.catalog import Catalog, SavedQuery
 from reportexport.csvschema import file_schema, schema_file_name
 from reportexport.exports import new_export
-from reportexport.job_status import STATES
-from reportexport.lifecycle import EFFECTS
+from reportexport.lifecycle import is_effect, is_status
 from reportexport.links import LinkError, verify_download
 from reportexport.objects import ObjectKeyError, ObjectStore
 from reportexport.parameters import ParameterError, validate
@@ -349,7 +348,7 @@ class ExportService:
         limit: int = 50,
     ) -> JobPage:
         """A person's jobs newest first (an operator's: everyone's, or one `owner`'s)."""
-        if status is not None and status not in STATES:
+        if status is not None and not is_status(status):
             raise InvalidInputError("status", "state", f"{quoted(status)} is not a state")
         for field, value in (("saved_query", saved_query), ("owner", owner)):
             if value is not None and unsafe_text(value) is not None:
@@ -381,7 +380,7 @@ class ExportService:
         """An operator tries a given-up side effect again."""
         if not is_operator(person):
             raise ForbiddenError("only operators re-drive side effects")
-        if effect not in EFFECTS:
+        if not is_effect(effect):
             raise InvalidInputError(
                 "effect", "unknown", f"{quoted(effect)} is not a side effect of the lifecycle"
             )

@@ -4,9 +4,12 @@ rows, as the database itself prints them, and how two such inventories differ.
 `db upgrade` builds the expected inventory by applying every migration and the graph SQL to a
 scratch copy (a throwaway in-memory SQLite database; a PostgreSQL schema inside a transaction
 that is rolled back), so both sides are printed by the same database in its own form. It
-records the expected inventory's digest; every process compares the installed inventory with it
-when it starts, which costs a few catalog reads. A lax guard a migration left behind, or a hand
-edit in a shell, shows up as a named difference.
+records the expected inventory's digest and the digest of the program's scripts (its
+migrations and graph SQL). Every process compares, when it starts, the installed inventory
+with the recorded digest and its own scripts with the recorded ones, which costs a few catalog
+reads; `db check` builds the expected inventory afresh and trusts nothing recorded. A lax guard
+a migration left behind, a hand edit in a shell, or a database upgraded by a program with other
+scripts shows up as a named difference.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -66,3 +69,18 @@ GRAPH_TABLES = {
     "job_transitions": "SELECT from_status, to_status, actor FROM job_transitions",
     "job_state_effects": "SELECT status, effect, position FROM job_state_effects",
 }
+
+
+# Bump when the way an inventory is read changes: the digests recorded before no longer compare.
+INVENTORY_FORMAT = 2
+
+
+def program_digest(scripts: Sequence[str]) -> str:
+    """The digest of what a program installs (its migrations, then its graph SQL) and of how it
+    reads an inventory back: two programs with equal digests expect the same inventory."""
+    digest = hashlib.sha256(f"inventory {INVENTORY_FORMAT}\n".encode())
+    for script in scripts:
+        encoded = script.encode("utf-8")
+        digest.update(f"{len(encoded)}\n".encode())
+        digest.update(encoded)
+    return digest.hexdigest()

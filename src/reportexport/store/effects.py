@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from reportexport.lifecycle import Effect
 from reportexport.records import ClaimedEffect, SideEffect
 from reportexport.store.driver import Driver
 
@@ -54,7 +55,7 @@ class EffectStore:
         }
         return self._changed("retry_side_effect", params)
 
-    def redrive_side_effect(self, job_id: int, effect: str, *, now: datetime) -> bool:
+    def redrive_side_effect(self, job_id: int, effect: Effect, *, now: datetime) -> bool:
         params = {"job_id": job_id, "effect": effect, "now": self.codec.moment(now)}
         return self._changed("redrive_side_effect", params)
 

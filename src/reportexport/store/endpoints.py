@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from reportexport.lifecycle import Effect
 from reportexport.records import WebhookDelivery, WebhookEndpoint
 from reportexport.store.driver import Driver
 from reportexport.store.errors import StoreError, UniqueViolationError
@@ -74,7 +75,7 @@ class WebhookEndpoints:
     def record_delivery(
         self,
         job_id: int,
-        effect: str,
+        effect: Effect,
         endpoint_id: int,
         *,
         now: datetime,

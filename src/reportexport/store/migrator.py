@@ -8,11 +8,12 @@ databases (how a script runs, how the inventory is read, the scratch copy) is th
 from __future__ import annotations
 
 import json
+import random
 import time
 
 from reportexport.graph import Graph
 from reportexport.graph_sql import postgres_graph_sql, sqlite_graph_sql
-from reportexport.store.definitions import Definitions
+from reportexport.store.definitions import Definitions, program_digest
 from reportexport.store.dialect import migration_files
 from reportexport.store.driver import Driver
 from reportexport.store.errors import StoreError, TransientStoreError
@@ -21,13 +22,19 @@ from reportexport.store.schema import (
     DEFINITIONS_KEY,
     FINGERPRINT_KEY,
     GRAPH_KEY,
+    PROGRAM_KEY,
     SCHEMA_VERSION_KEY,
     STORE_ID_KEY,
     SchemaStatus,
     new_store_id,
 )
 
-UPGRADE_ATTEMPTS = 5
+# An upgrade waits for a table lock only briefly (the driver's schema_access), since every
+# session that wants the table queues behind a waiting upgrade; then it tries again, after a
+# pause that grows and is jittered so that it does not keep arriving with the same worker.
+UPGRADE_ATTEMPTS = 30
+UPGRADE_FIRST_PAUSE_SECONDS = 0.2
+UPGRADE_MAX_PAUSE_SECONDS = 2.0
 GRAPH_SQL = {"sqlite": sqlite_graph_sql, "postgres": postgres_graph_sql}
 
 
@@ -43,7 +50,14 @@ class Schema:
     def graph_sql(self) -> str:
         return GRAPH_SQL[self.driver.dialect](self.graph)
 
+    def scripts(self, migrations: list[tuple[int, str, str]] | None = None) -> list[str]:
+        """What `db upgrade` runs on an empty database: every migration (or those given), then
+        the graph SQL."""
+        chosen = self.migrations if migrations is None else migrations
+        return [*(migration for _, _, migration in chosen), self.graph_sql()]
+
     def status(self) -> SchemaStatus:
+        """Where the database stands: a few catalog reads, nothing built."""
         with self.driver.schema_access(write=False) as access:
             meta = access.meta()
             installed = access.definitions().digest if meta else None
@@ -55,26 +69,45 @@ class Schema:
             store_id=meta.get(STORE_ID_KEY),
             definitions_recorded=meta.get(DEFINITIONS_KEY),
             definitions_installed=installed,
+            program_recorded=meta.get(PROGRAM_KEY),
+            program_running=program_digest(self.scripts()),
         )
+
+    def drift(self, version: int) -> list[str]:
+        """How the installed definitions differ from what this program's migrations up to
+        `version` and its graph SQL make on an empty database, built now (nothing recorded
+        is trusted)."""
+        if not 0 < version <= len(self.migrations):
+            return []
+        expected = self.expected_definitions(self.migrations[:version])
+        return self.installed_definitions().differences(expected)
 
     def upgrade(self, *, to_version: int | None = None) -> SchemaStatus:
         """Apply pending migrations (up to `to_version`, by default all), and the graph whenever
         the fixture changed or what is installed differs from what the migrations and the graph
         make; one transaction.
 
-        A lock it waits for too long (a live worker's row lock) makes it try again a few times
-        rather than stall the others behind its own locks.
+        A lock it cannot take at once (a live worker's transaction holds the table) makes it
+        roll back and try again, up to UPGRADE_ATTEMPTS times, rather than stall the sessions
+        queued behind its own lock request.
         """
         migrations = [m for m in self.migrations if to_version is None or m[0] <= to_version]
         expected = self.expected_definitions(migrations)
+        started = time.monotonic()
         for attempt in range(UPGRADE_ATTEMPTS):
             try:
                 self._upgrade(migrations, expected)
                 break
-            except TransientStoreError:
+            except TransientStoreError as exc:
                 if attempt == UPGRADE_ATTEMPTS - 1:
-                    raise
-                time.sleep(0.5 * 2**attempt)
+                    raise TransientStoreError(
+                        f"db upgrade gave up after {UPGRADE_ATTEMPTS} attempts in "
+                        f"{time.monotonic() - started:.0f} s, the database unchanged: a lock it "
+                        "needs stayed taken (a long transaction on the job tables?) or the "
+                        f"database did not answer; the last attempt: {exc}"
+                    ) from exc
+                pause = min(UPGRADE_MAX_PAUSE_SECONDS, UPGRADE_FIRST_PAUSE_SECONDS * 2**attempt)
+                time.sleep(pause * random.uniform(0.5, 1.5))
         return self.status()
 
     def _upgrade(self, migrations: list[tuple[int, str, str]], expected: Definitions) -> None:
@@ -98,6 +131,7 @@ class Schema:
             updates[FINGERPRINT_KEY] = self.graph.fingerprint
             updates[GRAPH_KEY] = json.dumps(self.graph.document, sort_keys=True)
             updates[DEFINITIONS_KEY] = expected.digest
+            updates[PROGRAM_KEY] = program_digest(self.scripts(migrations))
             if STORE_ID_KEY not in meta:
                 updates[STORE_ID_KEY] = new_store_id()
             access.set_meta(updates)
@@ -112,8 +146,7 @@ class Schema:
     ) -> Definitions:
         """The same, as every migration (or those given) and the graph SQL make them on an
         empty database."""
-        scripts = [migration for _, _, migration in migrations or self.migrations]
-        return self.driver.expected_definitions([*scripts, self.graph_sql()])
+        return self.driver.expected_definitions(self.scripts(migrations))
 
     def probe(self) -> ProbeReport:
         """Every move and refusal tried on the live database (rolled back), against the graph."""

@@ -38,14 +38,26 @@ from reportexport.store.schema import redact
 
 NOTIFY_CHANNEL = "reportexport_jobs"
 UPGRADE_LOCK = 0x7265706F7274  # pg_advisory_xact_lock key: one upgrade at a time
+UPGRADE_LOCK_TIMEOUT_MS = 300  # how long an upgrade waits for a table lock, per attempt
 # Transactions that serialise on a key take a transaction-scoped advisory lock on a hash of it
 # (a collision only makes two keys wait for each other).
 SERIALISE = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
 # What the service role may do: use the tables without owning them. History and side-effect
 # rows are written by the SECURITY DEFINER triggers; nothing is deleted but heartbeats and the
-# free slots of a source whose cap was lowered.
+# free slots of a source whose cap was lowered (a schedule is deleted by a timestamp). Every
+# table of the schema is named here or in OWNER_ONLY (tests/store/test_enforcement.py).
 SERVICE_GRANTS = (
-    ("SELECT, INSERT, UPDATE", ("jobs", "users", "webhook_endpoints", "webhook_deliveries")),
+    (
+        "SELECT, INSERT, UPDATE",
+        (
+            "jobs",
+            "users",
+            "webhook_endpoints",
+            "webhook_deliveries",
+            "schedules",
+            "schedule_firings",
+        ),
+    ),
     ("SELECT, UPDATE", ("job_side_effects", "source_caps")),
     ("SELECT, INSERT", ("job_downloads",)),
     ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats", "source_slots")),
@@ -62,6 +74,8 @@ SERVICE_GRANTS = (
         ),
     ),
 )
+# Tables the service role is given no right on, each with the reason.
+OWNER_ONLY: Mapping[str, str] = {}
 
 
 class NativeCodec:
@@ -228,12 +242,14 @@ class PostgresDriver:
 
     @contextmanager
     def schema_access(self, *, write: bool) -> Iterator[PostgresSchemaAccess]:
-        """Writing: one upgrade at a time; a migration may take its time, but waits for locks
-        only as long as any session does (live workers hold row locks for moments)."""
+        """Writing: one upgrade at a time; a migration may take its time, but waits for a table
+        lock only UPGRADE_LOCK_TIMEOUT_MS, since every session that wants the table meanwhile
+        queues behind the waiting upgrade (the caller tries again)."""
         with self._transaction() as conn:
             if write:
                 conn.execute("SET LOCAL statement_timeout = 0")
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
+                conn.execute(f"SET LOCAL lock_timeout = {UPGRADE_LOCK_TIMEOUT_MS}")
             else:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield PostgresSchemaAccess(conn, self.queries)
@@ -381,7 +397,9 @@ def _definitions(conn: Connection) -> Definitions:
     return Definitions(items)
 
 
-# Every function, trigger (with whether it fires), constraint, index and column of the schema.
+# Every function, trigger (with whether it fires), constraint, index, table and column of the
+# schema, read from the catalogs themselves: information_schema shows a role only what it has
+# rights on, and the owner and the service role must read the same inventory.
 _INVENTORY = """
 SELECT 'function' AS kind, p.proname AS name, pg_get_functiondef(p.oid) AS text
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -399,10 +417,20 @@ SELECT 'constraint', c.relname || '.' || k.conname, pg_get_constraintdef(k.oid)
 UNION ALL
 SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = %(schema)s
 UNION ALL
-SELECT 'table', table_name, table_name FROM information_schema.tables
- WHERE table_schema = %(schema)s
+SELECT 'table', c.relname, c.relkind::text
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(schema)s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
 UNION ALL
-SELECT 'column', table_name || '.' || column_name,
-       data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
-  FROM information_schema.columns WHERE table_schema = %(schema)s
+SELECT 'column', c.relname || '.' || a.attname,
+       format_type(a.atttypid, a.atttypmod)
+       || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END
+       || CASE a.attidentity WHEN 'a' THEN ' ALWAYS AS IDENTITY'
+                             WHEN 'd' THEN ' BY DEFAULT AS IDENTITY' ELSE '' END
+       || CASE WHEN a.attgenerated = 's' THEN ' GENERATED' ELSE '' END
+       || coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '')
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE n.nspname = %(schema)s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+   AND a.attnum > 0 AND NOT a.attisdropped
 """

@@ -16,6 +16,9 @@ STORE_ID_KEY = "store_id"
 # The digest of the guards, triggers, constraints, indexes, columns and graph rows that the
 # migrations and the graph SQL make (see store/definitions.py), recorded by `db upgrade`.
 DEFINITIONS_KEY = "definitions_digest"
+# The digest of the scripts that made them (the migrations and the graph SQL of the program that
+# ran `db upgrade`): a program with other scripts expects another inventory.
+PROGRAM_KEY = "program_digest"
 
 
 def new_store_id() -> str:
@@ -31,6 +34,8 @@ class SchemaStatus:
     store_id: str | None = None
     definitions_recorded: str | None = None
     definitions_installed: str | None = None
+    program_recorded: str | None = None
+    program_running: str | None = None
 
     @property
     def current(self) -> bool:
@@ -51,6 +56,12 @@ class SchemaStatus:
             found.append(
                 f"the database holds the job status graph {_short(self.fingerprint)}, "
                 f"the fixture is {_short(self.fixture_fingerprint)}"
+            )
+        elif self.version == self.latest_version and self.program_recorded != self.program_running:
+            found.append(
+                "the database was upgraded by a reportexport whose migrations or graph SQL "
+                f"differ from this one's (scripts {_short(self.program_recorded)}, this program's "
+                f"{_short(self.program_running)})"
             )
         elif self.version and self.definitions_installed != self.definitions_recorded:
             found.append(
