@@ -35,7 +35,7 @@ from reportexport.records import (
 )
 from reportexport.settings import default
 from reportexport.store.caps import SourceCaps
-from reportexport.store.driver import Driver
+from reportexport.store.driver import SchemaDriver
 from reportexport.store.effects import EffectStore
 from reportexport.store.endpoints import (
     EndpointNotFoundError,
@@ -113,7 +113,7 @@ __all__ = [
 class Database:
     """One job store: its roles over one driver."""
 
-    def __init__(self, driver: Driver, graph: Graph) -> None:
+    def __init__(self, driver: SchemaDriver, graph: Graph) -> None:
         self.url = driver.url
         self.driver = driver
         self.graph = graph
@@ -147,7 +147,7 @@ def open_database(
     No session waits longer than `lock_timeout_seconds` for a lock (SQLite: for the writer) or
     `statement_timeout_seconds` for a statement (PostgreSQL).
     """
-    driver: Driver
+    driver: SchemaDriver
     if url.startswith("sqlite:"):
         from reportexport.store.sqlite import SqliteDriver
 

@@ -74,9 +74,10 @@ class Codec(Protocol):
 
 
 class Driver(Protocol):
+    """What the job store's roles need of a database: transactions, a wake-up, a codec."""
+
     url: str
     dialect: str
-    supports_truncate: bool
 
     @property
     def codec(self) -> Codec: ...
@@ -95,6 +96,12 @@ class Driver(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class SchemaDriver(Driver, Protocol):
+    """What building, checking and probing the schema needs besides (`Schema` alone uses it)."""
+
+    supports_truncate: bool
 
     def schema_access(self, *, write: bool) -> AbstractContextManager[SchemaAccess]:
         """A transaction with what building (`write`) and checking the schema needs."""

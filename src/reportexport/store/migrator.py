@@ -15,7 +15,7 @@ from reportexport.graph import Graph
 from reportexport.graph_sql import postgres_graph_sql, sqlite_graph_sql
 from reportexport.store.definitions import Definitions, program_digest
 from reportexport.store.dialect import migration_files
-from reportexport.store.driver import Driver
+from reportexport.store.driver import SchemaDriver
 from reportexport.store.errors import StoreError, TransientStoreError
 from reportexport.store.probe import Probe, ProbeReport
 from reportexport.store.schema import (
@@ -39,7 +39,7 @@ GRAPH_SQL = {"sqlite": sqlite_graph_sql, "postgres": postgres_graph_sql}
 
 
 class Schema:
-    def __init__(self, driver: Driver, graph: Graph) -> None:
+    def __init__(self, driver: SchemaDriver, graph: Graph) -> None:
         self.driver = driver
         self.graph = graph
 
