@@ -325,6 +325,17 @@ def cmd_users_list(runtime: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_users_token(runtime: Runtime, args: argparse.Namespace) -> int:
+    made = runtime.people.new_token(args.name)
+    if made is None:
+        say(f"reportexport users token: no active user {quoted(args.name)}")
+        return 1
+    user, token = made
+    print(f"{user.role} {user.name}: new token (shown once, stored hashed): {token}")
+    print("the previous token no longer works; sign in to the dashboard with this one")
+    return 0
+
+
 def cmd_users_revoke(runtime: Runtime, args: argparse.Namespace) -> int:
     if not runtime.people.revoke(args.name):
         say(f"reportexport users revoke: no active user {quoted(args.name)}")

@@ -55,13 +55,22 @@ class StreamsFullError(Exception):
     """Every stream this process allows is open."""
 
 
+def _mark(job: Job) -> tuple[Any, ...]:
+    return (job.status, job.rows_written, job.bytes_written, job.updated_at)
+
+
 @dataclass(eq=False)
 class Subscription:
     ids: set[int]
     changed: dict[int, Job] = field(default_factory=dict)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    shown: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # what the page has
 
     def push(self, job: Job) -> None:
+        """Hand the page a job's state, unless it has that state already."""
+        if self.shown.get(job.id) == _mark(job):
+            return
+        self.shown[job.id] = _mark(job)
         self.changed[job.id] = job  # only the latest state of a job matters
         self.wake.set()
 
@@ -81,18 +90,19 @@ class ChangeFeed:
         self.interval = interval
         self.subscriptions: set[Subscription] = set()
         self.closed = False
-        self._seen: dict[int, tuple[Any, ...]] = {}
         self._task: asyncio.Task[None] | None = None
 
     @property
     def open_streams(self) -> int:
         return len(self.subscriptions)
 
-    def subscribe(self, ids: set[int]) -> Subscription:
-        """A stream of changes of `ids`; StreamsFullError at the cap."""
+    def subscribe(self, first: list[Job]) -> Subscription:
+        """A stream of the changes of the jobs a page shows as `first`; StreamsFullError at
+        the cap."""
         if self.closed or len(self.subscriptions) >= self.max_streams:
             raise StreamsFullError
-        subscription = Subscription(ids=set(ids))
+        subscription = Subscription(ids={job.id for job in first if job.status not in TERMINAL})
+        subscription.shown = {job.id: _mark(job) for job in first}
         self.subscriptions.add(subscription)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -119,17 +129,11 @@ class ChangeFeed:
                 if failures == 1:
                     log.warning("live pages cannot read job changes: %s", exc)
                 jobs = []
-            self._fan_out(jobs, set(ids))
+            self._fan_out(jobs)
             await asyncio.sleep(self.interval * min(2**failures, 20))
 
-    def _fan_out(self, jobs: list[Job], watched: set[int]) -> None:
-        for job_id in set(self._seen) - watched:
-            del self._seen[job_id]
+    def _fan_out(self, jobs: list[Job]) -> None:
         for job in jobs:
-            mark = (job.status, job.rows_written, job.bytes_written, job.updated_at)
-            if self._seen.get(job.id) == mark:
-                continue
-            self._seen[job.id] = mark
             for subscription in self.subscriptions:
                 if job.id in subscription.ids:
                     subscription.push(job)

@@ -268,7 +268,7 @@ async def job_events(request: Request, ids: str = "") -> Response:
     found = await run_in_threadpool(partial(exports.jobs_by_ids, watched_ids(ids), person=user))
     feed = request.app.state.feed
     try:
-        subscription = feed.subscribe({job.id for job in found})
+        subscription = feed.subscribe(found)
     except StreamsFullError:
         raise ProblemError(
             503,

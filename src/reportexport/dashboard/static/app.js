@@ -5,7 +5,8 @@
 const Format = (() => {
   const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
   const exact = new Intl.DateTimeFormat(undefined, {
-    dateStyle: "medium", timeStyle: "medium", timeZoneName: "short",
+    year: "numeric", month: "short", day: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
   });
   const steps = [
     ["year", 365 * 86400], ["month", 30 * 86400], ["week", 7 * 86400],
