@@ -89,6 +89,13 @@ def parameter_types(job: Job) -> dict[str, str]:
     return {str(s.get("name")): str(s.get("type")) for s in specs if isinstance(s, dict)}
 
 
+def ordered_parameters(job: Job) -> list[tuple[str, Any]]:
+    """A job's parameters in the order its saved query declares them."""
+    order = list(parameter_types(job))
+    known = [(name, job.parameters[name]) for name in order if name in job.parameters]
+    return known + [(k, v) for k, v in job.parameters.items() if k not in order]
+
+
 def parameter_value(kind: str, value: Any) -> Markup:
     """A stored parameter value as a person reads it, by its type."""
     if value is None or value == "":

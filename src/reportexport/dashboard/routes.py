@@ -22,7 +22,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from reportexport.api.deps import parts
 from reportexport.api.problems import ProblemError, status_of
 from reportexport.dashboard import forms
-from reportexport.dashboard.format import elapsed, parameter_types, parameter_value
+from reportexport.dashboard.format import (
+    elapsed,
+    ordered_parameters,
+    parameter_types,
+    parameter_value,
+)
 from reportexport.dashboard.live import EventStream, StreamsFullError, live_state, watched_ids
 from reportexport.dashboard.session import (
     CSRF_FIELD,
@@ -344,6 +349,7 @@ def _job_page(
         file_expired=_expired(job),
         types=parameter_types(job),
         parameter_value=parameter_value,
+        ordered_parameters=ordered_parameters,
         elapsed=elapsed,
         cancelable=CANCELABLE,
         rerun_key=secrets.token_urlsafe(16),

@@ -30,6 +30,7 @@
   }
 
   function progressText(state) {
+    if (state.elapsed_seconds === null) return "Nothing written yet";
     const parts = [];
     if (state.rows !== null) parts.push(Format.plural(state.rows, "row"));
     parts.push(Format.bytes(state.bytes));
@@ -44,6 +45,12 @@
         badge.className = `state state-${state.status}`;
       }
       setText(scope, "progress", progressText(state));
+      if (!state.terminal) {
+        setText(scope, "phase", state.elapsed_seconds === null ? "Waiting for a worker." : "Writing the CSV.");
+      }
+      for (const node of scope.querySelectorAll("[data-field=running-for]")) {
+        node.hidden = state.elapsed_seconds === null;
+      }
       const bar = scope.querySelector("[data-field=bar]");
       const expected = Number(scope.dataset.estimateBytes || 0);
       if (bar && expected > 0 && !state.terminal) {
