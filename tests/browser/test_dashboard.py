@@ -147,9 +147,10 @@ class Watched:
         text = message.text
         if "cdn.redoc.ly" in text:  # ReDoc's own logo from its CDN, refused on purpose
             return
-        if "Content Security Policy" in text or (
-            message.type == "error" and "Failed to load resource" not in text
-        ):  # an error page opened on purpose is not a trouble; a script's error is
+        # An error page opened on purpose is not a trouble; a script's failure is.
+        # gate: allow forbidden-alias -- Playwright's console message type, not a job status
+        failure = message.type == "error" and "Failed to load resource" not in text
+        if "Content Security Policy" in text or failure:
             self.troubles.append(f"console: {text}")
 
     def _response(self, response: Any) -> None:

@@ -117,9 +117,11 @@ class JobStore:
             "after": where.after,
             "limit": where.limit + 1,
         }
-        query = "list_jobs_oldest_first" if where.oldest_first else "list_jobs"
         with self.driver.read() as session:
-            rows = session.rows(query, params)
+            if where.oldest_first:
+                rows = session.rows("list_jobs_oldest_first", params)
+            else:
+                rows = session.rows("list_jobs", params)
         jobs = tuple(self.codec.record(Job, row) for row in rows[: where.limit])
         more = len(rows) > where.limit
         return JobPage(jobs=jobs, next_cursor=jobs[-1].id if more and jobs else None)
