@@ -147,3 +147,37 @@ def test_requested_part(header: str | None, size: int, expected: Part | None) ->
 def test_unsatisfiable_ranges(header: str, size: int) -> None:
     with pytest.raises(Unsatisfiable):
         requested_part(header, size)
+
+
+def test_an_expired_file_offers_to_run_again(api: dict[str, Any]) -> None:
+    """A file kept for no time at all: its page says it expired and offers a rerun."""
+    client, db = api["client"], api["db"]
+    job_id = create(api).json()["id"]
+    settings = WorkerSettings(poll_seconds=0.1, retention_seconds=0)
+    worker = Worker(db, api["catalog"], api["objects"], settings)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60
+        while db.jobs.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        worker.stop(grace_seconds=0)
+    alice = sign_in(client, api["tokens"]["alice"])
+    page = client.get(f"/jobs/{job_id}", headers=alice.headers)
+    assert "The file of this export expired" in page.text
+    assert 'id="download"' not in page.text
+    assert 'class="primary" id="rerun"' in page.text
+    gone = client.get(f"/jobs/{job_id}/download", headers=alice.headers)
+    assert (gone.status_code, gone.headers["content-type"]) == (410, "text/html; charset=utf-8")
+    assert "This file has expired" in gone.text
+    assert f'action="/jobs/{job_id}/rerun"' in gone.text
+    assert alice.csrf in gone.text  # its Run again form works as it is
+
+
+def test_an_action_opened_as_a_page_is_a_page(api: dict[str, Any]) -> None:
+    client = api["client"]
+    alice = sign_in(client, api["tokens"]["alice"])
+    page = client.get("/jobs/1/cancel", headers={**alice.headers, "Accept": "text/html"})
+    assert (page.status_code, page.headers["content-type"]) == (405, "text/html; charset=utf-8")
+    assert page.headers["allow"] == "POST"
+    assert "Back to your exports" in page.text

@@ -82,8 +82,11 @@ def _pages_for_browsers(app: FastAPI) -> None:
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         browsing = not request.url.path.startswith(("/api/", "/static/"))
-        if exc.status_code == 404 and browsing and wants_html(request):
-            return await run_in_threadpool(not_found_page, request)
+        if exc.status_code in (404, 405) and browsing and wants_html(request):
+            page = await run_in_threadpool(not_found_page, request, exc.status_code)
+            if exc.status_code == 405:
+                page.headers["Allow"] = ", ".join(problems.allowed_methods(request))
+            return page
         answer = answer_problem(request, exc)
         return await answer if inspect.isawaitable(answer) else answer
 

@@ -44,13 +44,18 @@ def download_refused(request: Request, exc: ServiceError) -> HTMLResponse:
     )
 
 
-def not_found_page(request: Request) -> HTMLResponse:
+def not_found_page(request: Request, status: int = 404) -> HTMLResponse:
+    """A page that does not exist (404), or an action's address opened as a page (405)."""
     user = dashboard_user(request)
+    if status == 405:
+        title, detail = "Nothing to see here", "This address is for a form's button, not a page."
+    else:
+        title, detail = "Page not found", f"There is no page at {request.url.path[:80]}."
     return problem_page(
         request,
         user,
-        404,
-        "Page not found",
-        f"There is no page at {request.url.path[:80]}.",
+        status,
+        title,
+        detail,
         actions=[("Back to your exports", "/jobs")] if user else [("Sign in", "/sign-in")],
     )

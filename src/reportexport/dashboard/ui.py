@@ -124,6 +124,9 @@ def problem_page(
 def to_sign_in(request: Request) -> RedirectResponse:
     """Signed out: to the sign-in page, which brings the person back here afterwards."""
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.method not in ("GET", "HEAD"):  # a form's address is no page to come back to
+        target = request.headers.get("referer", "/jobs").removeprefix(str(request.base_url)[:-1])
+        target = safe_next(target)
     query = urlencode({"next": target}) if target not in ("/", "/jobs") else ""
     return RedirectResponse("/sign-in" + (f"?{query}" if query else ""), status_code=303)
 

@@ -17,6 +17,7 @@ from reportexport.api.models import (
     JobOut,
     JobPageOut,
     JobStatus,
+    ProblemOut,
     SavedQueryOut,
     problems,
 )
@@ -211,6 +212,16 @@ def export_schema(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JSONRespo
     response_class=StreamingResponse,
     responses={
         200: {"description": "The file", "content": {"text/csv": {}, "application/gzip": {}}},
+        206: {
+            "description": "The part of the file one Range asks for (Content-Range)",
+            "content": {"text/csv": {}, "application/gzip": {}},
+        },
+        304: {"description": "Unchanged since the ETag in If-None-Match"},
+        416: {
+            "model": ProblemOut,
+            "description": "The Range asks for no byte of the file (Content-Range: bytes */size)",
+            "content": {"application/problem+json": {"schema": ProblemOut.model_json_schema()}},
+        },
         **problems(403, 410),
     },
 )
