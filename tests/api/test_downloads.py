@@ -181,3 +181,20 @@ def test_an_action_opened_as_a_page_is_a_page(api: dict[str, Any]) -> None:
     assert (page.status_code, page.headers["content-type"]) == (405, "text/html; charset=utf-8")
     assert page.headers["allow"] == "POST"
     assert "Back to your exports" in page.text
+
+
+def test_a_second_run_of_the_same_parameters_estimates_from_the_first(
+    api: dict[str, Any], finished: dict[str, Any]
+) -> None:
+    client = api["client"]
+    again = create(api).json()["id"]  # the same saved query and parameters, still queued
+    alice = sign_in(client, api["tokens"]["alice"])
+    page = client.get(f"/jobs/{again}", headers=alice.headers)
+    first = finished["job"]
+    assert f'data-estimate-bytes="{first.object_bytes}"' in page.text
+    assert f'The last run of these parameters (<a href="/jobs/{first.id}">' in page.text
+    other = create(api, parameters={"category": "books"}).json()["id"]
+    assert (
+        "The last run of these parameters"
+        not in client.get(f"/jobs/{other}", headers=alice.headers).text
+    )
