@@ -439,10 +439,13 @@ def test_long_and_right_to_left_values_stay_in_their_place(
     job = api(service, "POST", "/api/exports",
               json={"saved_query": "every_kind", "parameters": {"note": LONG}})  # fmt: skip
     page.goto(f"/jobs/{job['id']}")
+    wait_live(page, "succeeded")
     fits(page)
     spoofed = api(service, "POST", "/api/exports",
                   json={"saved_query": "every_kind", "parameters": {"note": SPOOF}})  # fmt: skip
     page.goto(f"/jobs/{spoofed['id']}")
+    wait_live(page, "succeeded")
+    page.wait_for_selector("#download")  # the finished page is in place: nothing swaps it now
     isolation = page.eval_on_selector(
         "[data-parameter=note] bdi", "b => getComputedStyle(b).unicodeBidi"
     )
