@@ -230,3 +230,22 @@ def test_serve_with_a_missing_catalog_writes_nothing_there(
     assert cli.main(["serve", "--catalog", str(missing)]) == 2
     assert "no catalog at" in capsys.readouterr().err
     assert not missing.parent.exists()
+
+
+def test_users_token_gives_a_lost_token_back_and_the_old_one_stops(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reportexport.composition import load_settings, running
+
+    assert cli.main(["users", "token", "demo"]) == 0
+    printed = capsys.readouterr().out
+    found = re.search(r"new token \(shown once, stored hashed\): (\S+)", printed)
+    assert found is not None
+    with running(load_settings()) as runtime:
+        assert runtime.people.authenticate(TOKENS["demo"]) is None
+        person = runtime.people.authenticate(found.group(1))
+        assert person is not None
+        assert person.name == "demo"
+    assert cli.main(["users", "revoke", "demo"]) == 0
+    assert cli.main(["users", "token", "demo"]) == 1  # a revoked person gets no new token
+    assert "no active user 'demo'" in capsys.readouterr().err

@@ -177,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     user_add.add_argument("name")
     user_add.add_argument("--operator", action="store_true", help="sees and cancels every job")
     _service_options(_action(user_actions, "list", "list people (tokens are never shown)"))
+    user_token = _action(
+        user_actions, "token", "a new token for a person (to sign in again); the old one stops"
+    )
+    _service_options(user_token)
+    user_token.add_argument("name")
     user_revoke = _action(user_actions, "revoke", "revoke a person's token")
     _service_options(user_revoke)
     user_revoke.add_argument("name")

@@ -9,10 +9,12 @@ exit 2 for what the person must change, 1 for what failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,7 +43,8 @@ def cmd_demo(runtime: Runtime, args: argparse.Namespace) -> int:
     if args.force or not database_file.exists():
         print(f"building {database_file} with {settings.demo_rows:,} orders ...", flush=True)
         started = time.monotonic()
-        build_demo_database(database_file, settings.demo_rows)
+        with _working(f"building the demo data ({settings.demo_rows:,} orders)"):
+            build_demo_database(database_file, settings.demo_rows)
         print(f"  built in {time.monotonic() - started:.1f} s")
     if args.force or not catalog_file.exists():
         write_demo_catalog(catalog_file, database_file)
@@ -51,6 +54,22 @@ def cmd_demo(runtime: Runtime, args: argparse.Namespace) -> int:
     print_first_people(runtime)
     print("try: reportexport export orders_by_day --param day=2024-03-05 -o orders.csv")
     return 0
+
+
+@contextlib.contextmanager
+def _working(what: str) -> Iterator[None]:
+    """A spinner with the time so far on a terminal's stderr while something long runs."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield
+        return
+    columns = (SpinnerColumn(), TextColumn(what), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        progress.add_task(what, total=None)
+        yield
 
 
 def print_first_people(runtime: Runtime) -> None:
@@ -322,6 +341,17 @@ def cmd_users_list(runtime: Runtime, args: argparse.Namespace) -> int:
     for user in runtime.people.list():
         state = f"revoked {user.revoked_at:%Y-%m-%d}" if user.revoked_at else "active"
         print(f"{user.name:24} {user.role:9} {state}")
+    return 0
+
+
+def cmd_users_token(runtime: Runtime, args: argparse.Namespace) -> int:
+    made = runtime.people.new_token(args.name)
+    if made is None:
+        say(f"reportexport users token: no active user {quoted(args.name)}")
+        return 1
+    user, token = made
+    print(f"{user.role} {user.name}: new token (shown once, stored hashed): {token}")
+    print("the previous token no longer works; sign in to the dashboard with this one")
     return 0
 
 

@@ -18,6 +18,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from reportexport.services.errors import InvalidInputError, ServiceError
 from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.people import PeopleService
 from reportexport.services.schedules import ScheduleLimits, ScheduleService
+from reportexport.services.sessions import SessionService
 from reportexport.services.webhooks import WebhookService
 from reportexport.settings import Settings, SettingsError
 from reportexport.store import (
@@ -276,6 +278,16 @@ class Runtime:
     def people(self) -> PeopleService:
         return PeopleService(users=self.database.users)
 
+    @functools.cached_property
+    def sessions(self) -> SessionService:
+        settings = self.settings
+        return SessionService(
+            sessions=self.database.sessions,
+            people=self.people,
+            lifetime=timedelta(hours=settings.session_hours),
+            failures_per_minute=settings.sign_in_failures_per_minute,
+        )
+
     def worker(self, *, kind: ProcessKind = "worker", restart_loops: bool = True) -> Worker:
         """A worker whose leases are renewed on a connection of their own."""
         from reportexport.worker import Worker, WorkerSettings
@@ -349,14 +361,20 @@ class Runtime:
         """The HTTP application; `troubles` names what of this process is failing right now
         (a loop of `serve`'s worker or effects runner, paused claims), for /readyz."""
         from reportexport.api.app import create_app
-        from reportexport.api.deps import AppParts
+        from reportexport.api.deps import AppParts, WebSettings
 
+        settings = self.settings
         return create_app(
             AppParts(
                 exports=self.exports,
                 webhooks=self.webhooks,
                 people=self.people,
                 schedules=self.schedules,
+                sessions=self.sessions,
+                web=WebSettings(
+                    max_event_streams=settings.max_event_streams,
+                    trust_forwarded_headers=settings.trust_forwarded_headers,
+                ),
                 graph=self.graph,
                 ready=self.ready,
                 troubles=troubles,

@@ -44,13 +44,17 @@ def new_export(
     rerun_of: JobId | None = None,
     schedule_id: int | None = None,
     from_text: bool = False,
+    every_problem: bool = False,
 ) -> NewJob:
-    """A job for `query`; ParameterError names the parameter and the rule it breaks.
+    """A job for `query`; ParameterError names the parameter and the rule it breaks (with
+    `every_problem`, InvalidParametersError names them all).
 
     `from_text` takes parameter values as text (forms, the command line, a stored job's
     parameters); otherwise as typed JSON values (see `reportexport.parameters`).
     """
-    values = validate(query.parameters, raw_parameters, from_text=from_text)
+    values = validate(
+        query.parameters, raw_parameters, from_text=from_text, every_problem=every_problem
+    )
     return NewJob(
         owner=owner,
         saved_query=query.name,

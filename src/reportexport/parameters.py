@@ -33,6 +33,15 @@ class ParameterError(ValueError):
         self.message = message
 
 
+class InvalidParametersError(ParameterError):
+    """Every problem of a set of parameters, in order; its own fields are the first one's."""
+
+    def __init__(self, problems: Iterable[ParameterError]) -> None:
+        self.problems = tuple(problems)
+        first = self.problems[0]
+        super().__init__(first.parameter, first.rule, first.message)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ParamSpec:
     name: str
@@ -125,32 +134,56 @@ def check_rules(spec: ParamSpec, value: Any) -> None:
 
 
 def validate(
-    specs: Mapping[str, ParamSpec], raw: Mapping[str, Any], *, from_text: bool = False
+    specs: Mapping[str, ParamSpec],
+    raw: Mapping[str, Any],
+    *,
+    from_text: bool = False,
+    every_problem: bool = False,
 ) -> dict[str, Any]:
     """Typed values for every parameter, defaults filled in; unknown names are refused.
 
-    An absent value, `null` and the empty text all mean "not given".
+    An absent value, `null` and the empty text all mean "not given". The first problem is
+    raised as a ParameterError; with `every_problem`, every parameter is checked and all the
+    problems found are raised at once as InvalidParametersError (a form shows each by its field).
     """
+    problems: list[ParameterError] = []
+
+    def refuse(problem: ParameterError) -> None:
+        if not every_problem:
+            raise problem
+        problems.append(problem)
+
     for given in raw:
         if not isinstance(given, str) or unsafe_text(given) is not None:
-            raise ParameterError(str(given), "unknown", "is not a parameter of this saved query")
-    unknown = sorted(set(raw) - set(specs))
-    if unknown:
-        raise ParameterError(unknown[0], "unknown", "is not a parameter of this saved query")
+            refuse(ParameterError(str(given), "unknown", "is not a parameter of this saved query"))
+    names = {given for given in raw if isinstance(given, str) and unsafe_text(given) is None}
+    for unknown in sorted(names - set(specs)):
+        refuse(ParameterError(unknown, "unknown", "is not a parameter of this saved query"))
     values: dict[str, Any] = {}
     for name, spec in specs.items():
-        if name in raw and raw[name] is not None and raw[name] != "":
-            value = coerce(spec, raw[name], from_text=from_text)
-        elif spec.default is not None:
-            value = coerce(spec, spec.default, from_text=True)
-        elif spec.required:
-            raise ParameterError(name, "required", "is required")
-        else:
-            values[name] = None
+        try:
+            value = _value(spec, raw, from_text)
+        except ParameterError as exc:
+            refuse(exc)
             continue
-        check_rules(spec, value)
         values[name] = value
+    if problems:
+        raise InvalidParametersError(problems)
     return values
+
+
+def _value(spec: ParamSpec, raw: Mapping[str, Any], from_text: bool) -> Any:
+    name = spec.name
+    if name in raw and raw[name] is not None and raw[name] != "":
+        value = coerce(spec, raw[name], from_text=from_text)
+    elif spec.default is not None:
+        value = coerce(spec, spec.default, from_text=True)
+    elif spec.required:
+        raise ParameterError(name, "required", "is required")
+    else:
+        return None
+    check_rules(spec, value)
+    return value
 
 
 def single_values(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:

@@ -192,7 +192,11 @@ class JobFilter:
     owner: str | None = None
     status: Status | None = None
     saved_query: str | None = None
-    before: JobId | None = None
+    saved_queries: tuple[str, ...] | None = None  # any of these (a search by title)
+    job_id: JobId | None = None
+    before: JobId | None = None  # newest first: ids below this cursor
+    after: JobId | None = None  # with oldest_first: ids above this cursor
+    oldest_first: bool = False
     limit: int = 50
 
 

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -67,7 +68,15 @@ def troubles(worker: Worker, runner: EffectsRunner) -> list[str]:
 
 class _Server(uvicorn.Server):
     """uvicorn re-raises SIGTERM after its own shutdown, which would kill the process before
-    the worker could end its exports; here the signal only asks the server to stop."""
+    the worker could end its exports; here the signal only asks the server to stop. Live pages'
+    event streams never end by themselves, so they are ended first: uvicorn waits for every
+    open answer before it stops."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        feed = getattr(getattr(self.config.app, "state", None), "feed", None)
+        if feed is not None:
+            feed.close()
+        await super().shutdown(sockets)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

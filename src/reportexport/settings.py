@@ -122,6 +122,25 @@ class Settings:
     demo_rows: int = field(
         default=2_000_000, metadata=_about("orders in a new demo data set", minimum=1)
     )
+    # -- the dashboard ---------------------------------------------------------------------------
+    session_hours: float = field(
+        default=12.0, metadata=_about("how long a dashboard sign-in lasts", minimum=0.01)
+    )
+    sign_in_failures_per_minute: int = field(
+        default=10,
+        metadata=_about("failed sign-ins one address may make a minute, then it waits", minimum=1),
+    )
+    max_event_streams: int = field(
+        default=200,
+        metadata=_about("live-page streams one serve process keeps open at once", minimum=1),
+    )
+    trust_forwarded_headers: bool = field(
+        default=False,
+        metadata=_about(
+            "behind a proxy: take X-Forwarded-Proto (https: Secure cookies) and the last "
+            "X-Forwarded-For address as the request's"
+        ),
+    )
     # -- the command line as a client of a server -------------------------------------------------
     server: str = field(default="", metadata=_about("the service the command line talks to"))
     token: str = field(default="", metadata=_about("the command line's API token"))

@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from reportexport.api.app import ROUTERS
 from reportexport.store import Database, JobFilter
 from tests.api.test_api import QUERIES, runtime_for
+from tests.dashboard_session import Signed, sign_in
 from tests.exports.conftest import catalog_for
 from tests.exports.conftest import jobs_db as jobs_db
 from tests.exports.conftest import local_objects as local_objects
@@ -58,8 +59,17 @@ def bearer(world: dict[str, Any], who: str = "alice") -> dict[str, str]:
     return {"Authorization": f"Bearer {world['tokens'][who]}"}
 
 
+def session(world: dict[str, Any], who: str = "alice") -> Signed:
+    """A dashboard session of `who` (signed in once per world)."""
+    sessions = world.setdefault("sessions", {})
+    if who not in sessions:
+        sessions[who] = sign_in(world["client"], world["tokens"][who])
+    signed: Signed = sessions[who]
+    return signed
+
+
 def cookie(world: dict[str, Any], who: str = "alice") -> dict[str, str]:
-    return {"Cookie": f"rx_token={world['tokens'][who]}"}
+    return session(world, who).headers
 
 
 def count(world: dict[str, Any], owner: str = "alice") -> int:
@@ -84,12 +94,13 @@ def creators(world: dict[str, Any]) -> dict[str, Create]:
         return client.post(path, headers={**bearer(world, "olga"), **extra})
 
     def dashboard_create(key: str | None) -> httpx.Response:
-        form = {"saved_query": "products", "category": "toys", "key": key or ""}
+        form = session(world).form(saved_query="products", category="toys", key=key or "")
         return client.post("/exports/new", data=form, headers=cookie(world),
                            follow_redirects=False)  # fmt: skip
 
     def dashboard_rerun(key: str | None) -> httpx.Response:
-        return client.post(f"/jobs/{first_job(world)}/rerun", data={"key": key or ""},
+        form = session(world).form(key=key or "")
+        return client.post(f"/jobs/{first_job(world)}/rerun", data=form,
                            headers=cookie(world), follow_redirects=False)  # fmt: skip
 
     def schedule_run(key: str | None) -> httpx.Response:

@@ -12,6 +12,7 @@ from reportexport.links import sign_download
 from reportexport.store import JobFilter
 from tests.api.test_api import api as api
 from tests.api.test_api import auth, create
+from tests.dashboard_session import sign_in
 
 PROBLEM = "application/problem+json"
 HTML = "text/html; charset=utf-8"
@@ -116,14 +117,17 @@ def test_dashboard_pages_for_missing_foreign_and_malformed_jobs_are_pages(
 ) -> None:
     client = api["client"]
     job_id = create(api).json()["id"]
-    bob = {"Cookie": f"rx_token={api['tokens']['bob']}"}
+    bob = sign_in(client, api["tokens"]["bob"])
     for path in ("/jobs/99999999999999999999", "/jobs/abc", f"/jobs/{job_id}", "/jobs/0"):
-        page = client.get(path, headers=bob)
+        page = client.get(path, headers=bob.headers)
         assert (page.status_code, page.headers["content-type"]) == (404, HTML), path
         assert "There is no export" in page.text
+        assert "Back to your exports" in page.text
+        assert 'name="token"' not in page.text  # a signed-in person never meets the sign-in form
     for path in ("/jobs/99999999999999999999/cancel", "/jobs/99999999999999999999/rerun",
                  f"/jobs/{job_id + 100}/rerun", f"/jobs/{job_id}/rerun"):  # fmt: skip
-        page = client.post(path, headers=bob, follow_redirects=False)
+        page = client.post(path, headers=bob.headers, data=bob.form(confirmed="yes"),
+                           follow_redirects=False)  # fmt: skip
         assert (page.status_code, page.headers["content-type"]) == (404, HTML), path
 
 
@@ -147,15 +151,16 @@ def test_the_dashboard_applies_the_services_rules_and_shows_their_refusals(
     api: dict[str, Any],
 ) -> None:
     client = api["client"]
-    alice = {"Cookie": f"rx_token={api['tokens']['alice']}"}
-    form = "saved_query=products&category=toys&category=books"
+    signed = sign_in(client, api["tokens"]["alice"])
+    alice = signed.headers
+    form = f"csrf-token={signed.csrf}&saved_query=products&category=toys&category=books"
     encoded = {**alice, "content-type": "application/x-www-form-urlencoded"}
     repeated = client.post(
         "/exports/new", content=form.encode(), headers=encoded, follow_redirects=False
     )
     assert repeated.status_code == 422
     assert "is given more than once" in repeated.text
-    unknown = client.post("/exports/new", data={"saved_query": "nope"}, headers=alice,
+    unknown = client.post("/exports/new", data=signed.form(saved_query="nope"), headers=alice,
                           follow_redirects=False)  # fmt: skip
     assert (unknown.status_code, "There is no saved query" in unknown.text) == (404, True)
     # gate: allow unknown-status -- a word the dashboard must refuse
@@ -163,9 +168,10 @@ def test_the_dashboard_applies_the_services_rules_and_shows_their_refusals(
     assert (bogus.status_code, "is not a state" in bogus.text) == (422, True)
     job_id = create(api).json()["id"]
     client.post(f"/api/exports/{job_id}/cancel", headers=auth(api, "alice"))
-    again = client.post(f"/jobs/{job_id}/cancel", headers=alice, follow_redirects=False)
-    assert again.status_code == 409
-    assert "cannot be canceled now (terminal:canceled)" in again.text
+    again = client.post(f"/jobs/{job_id}/cancel", headers=alice,
+                        data=signed.form(confirmed="yes"))  # fmt: skip
+    assert again.status_code == 200
+    assert f"Export #{job_id} is canceled already: there is nothing to cancel." in again.text
 
 
 def test_a_refused_rerun_is_a_page_that_says_why(api: dict[str, Any]) -> None:
@@ -177,8 +183,9 @@ def test_a_refused_rerun_is_a_page_that_says_why(api: dict[str, Any]) -> None:
         runtime_for(api["db"], api["catalog"], api["objects"], max_active_exports=1).app()
     )
     job_id = create(api).json()["id"]
+    alice = sign_in(client, api["tokens"]["alice"])
     refused = client.post(f"/jobs/{job_id}/rerun", follow_redirects=False,
-                          headers={"Cookie": f"rx_token={api['tokens']['alice']}"})  # fmt: skip
+                          headers=alice.headers, data=alice.form())  # fmt: skip
     assert (refused.status_code, refused.headers["content-type"]) == (429, HTML)
     assert "at most 1 may be at once" in refused.text
     assert "Sign in" not in refused.text

@@ -28,6 +28,7 @@ from reportexport import cli
 from reportexport.store import Database
 from tests.api.test_api import runtime_for
 from tests.conftest import EXAMPLES
+from tests.dashboard_session import Signed, sign_in
 from tests.exports.conftest import catalog_for
 from tests.exports.conftest import jobs_db as jobs_db
 from tests.exports.conftest import local_objects as local_objects
@@ -121,9 +122,18 @@ def headers(world: dict[str, Any], who: str = "alice") -> dict[str, str]:
     return {"Authorization": f"Bearer {world['tokens'][who]}"}
 
 
+def session(world: dict[str, Any], who: str = "alice") -> Signed:
+    """A dashboard session of `who`, signed in once per world."""
+    sessions = world.setdefault("sessions", {})
+    if who not in sessions:
+        sessions[who] = sign_in(world["client"], world["tokens"][who])
+    signed: Signed = sessions[who]
+    return signed
+
+
 def signed_in(world: dict[str, Any], who: str = "alice") -> dict[str, str]:
-    """The dashboard's cookie, as a browser sends it."""
-    return {"Cookie": f"rx_token={world['tokens'][who]}"}
+    """The dashboard's session cookie, as a browser sends it."""
+    return session(world, who).headers
 
 
 def everything_still_answers(world: dict[str, Any], job_id: int | None = None) -> None:
@@ -230,7 +240,11 @@ def test_the_dashboard_form_takes_any_bytes_and_stays_whole(world: dict[str, Any
     def check(fields: list[tuple[str, bytes]]) -> None:
         encoded = "&".join(
             f"{quote_from_bytes(name.encode('latin-1'))}={quote_from_bytes(value)}"
-            for name, value in [("saved_query", b"everything"), *fields]
+            for name, value in [
+                ("csrf-token", session(world).csrf.encode()),
+                ("saved_query", b"everything"),
+                *fields,
+            ]
         )
         response = world["client"].post(
             "/exports/new",

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from reportexport.parameters import ParameterError, ParamSpec, encode, validate
+from reportexport.parameters import (
+    InvalidParametersError,
+    ParameterError,
+    ParamSpec,
+    encode,
+    validate,
+)
 
 SPECS = {
     "day": ParamSpec(name="day", type="date", min="2024-01-01", max="2025-12-31"),
@@ -142,3 +148,42 @@ def test_each_broken_rule_names_the_parameter_and_the_rule(
         validate(SPECS, raw, from_text=True)
     assert (raised.value.parameter, raised.value.rule) == (parameter, rule)
     assert f"parameter {parameter!r}" in str(raised.value)
+
+
+def test_every_problem_is_collected_in_order_when_asked() -> None:
+    raw = {"day": "2023-01-01", "n": "x", "code": "a", "nope": "1", 3: "x"}
+    with pytest.raises(InvalidParametersError) as caught:
+        validate(SPECS, raw, from_text=True, every_problem=True)
+    found = [(p.parameter, p.rule) for p in caught.value.problems]
+    assert found == [
+        ("3", "unknown"),
+        ("nope", "unknown"),
+        ("day", "min"),
+        ("n", "type"),
+        ("code", "min_length"),
+    ]
+    assert (caught.value.parameter, caught.value.rule) == ("3", "unknown")
+    assert str(caught.value) == str(caught.value.problems[0])
+
+
+def test_without_every_problem_the_first_is_raised_alone() -> None:
+    raw = {"day": "2023-01-01", "n": "x"}
+    with pytest.raises(ParameterError) as caught:
+        validate(SPECS, raw, from_text=True)
+    assert not isinstance(caught.value, InvalidParametersError)
+    assert (caught.value.parameter, caught.value.rule) == ("day", "min")
+
+
+def test_every_problem_still_returns_values_when_there_is_none() -> None:
+    assert validate(SPECS, good(), from_text=True, every_problem=True) == validate(
+        SPECS, good(), from_text=True
+    )
+
+
+def test_a_required_parameter_missing_is_one_of_every_problem() -> None:
+    with pytest.raises(InvalidParametersError) as caught:
+        validate(SPECS, {"n": "0"}, from_text=True, every_problem=True)
+    assert [(p.parameter, p.rule) for p in caught.value.problems] == [
+        ("day", "required"),
+        ("n", "min"),
+    ]

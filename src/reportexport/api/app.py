@@ -1,21 +1,31 @@
 """The HTTP application: routers per area over the services the composition root built.
 
 Handlers are plain functions, so FastAPI runs them in its thread pool, where the synchronous
-stores live; each translates one request into one service call.
+stores live; each translates one request into one service call. The live pages' event streams
+are the exception: coroutines fed by the process's one change feed, holding no thread.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reportexport import __version__
 from reportexport.api import problems
 from reportexport.api.deps import AppParts
 from reportexport.api.head import HeadAsGet
+from reportexport.api.headers import SecurityHeaders
 from reportexport.api.openapi import refined_schema
 from reportexport.api.routes import exports, health, schedules, webhooks
+from reportexport.dashboard.docs import router as docs
+from reportexport.dashboard.live import ChangeFeed
+from reportexport.dashboard.pages import not_found_page, wants_html
 from reportexport.dashboard.routes import router as dashboard
 
 DESCRIPTION = """Asynchronous CSV exports of saved queries on a frozen job lifecycle.
@@ -27,7 +37,7 @@ and a job store or object store that does not answer 503 with `Retry-After`.
 """
 
 
-ROUTERS = (health.router, exports.router, schedules.router, webhooks.router, dashboard)
+ROUTERS = (health.router, exports.router, schedules.router, webhooks.router, dashboard, docs)
 
 
 def create_app(parts: AppParts) -> FastAPI:
@@ -36,12 +46,25 @@ def create_app(parts: AppParts) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         openapi_url="/openapi.json",
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.parts = parts
+    app.state.feed = ChangeFeed(parts.exports.jobs_by_ids, max_streams=parts.web.max_event_streams)
     problems.install(app)
+    _pages_for_browsers(app)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders)
     for router in ROUTERS:
         app.include_router(router)
+    app.mount(
+        "/static/vendor",
+        StaticFiles(packages=[("fastapi_offline", "static")]),
+        name="vendor",
+    )
+    app.mount(
+        "/static", StaticFiles(packages=[("reportexport.dashboard", "static")]), name="static"
+    )
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -50,3 +73,21 @@ def create_app(parts: AppParts) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def _pages_for_browsers(app: FastAPI) -> None:
+    """An unknown page opened in a browser is a dashboard page; the API keeps its problems."""
+    answer_problem = app.exception_handlers[StarletteHTTPException]
+
+    async def on_http(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        browsing = not request.url.path.startswith(("/api/", "/static/"))
+        if exc.status_code in (404, 405) and browsing and wants_html(request):
+            page = await run_in_threadpool(not_found_page, request, exc.status_code)
+            if exc.status_code == 405:
+                page.headers["Allow"] = ", ".join(problems.allowed_methods(request))
+            return page
+        answer = answer_problem(request, exc)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    app.add_exception_handler(StarletteHTTPException, on_http)

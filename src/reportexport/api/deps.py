@@ -1,4 +1,9 @@
-"""What every route may ask for: the parts of the application, and who is asking."""
+"""What every route may ask for: the parts of the application, and who is asking.
+
+The API knows people by their bearer token only; the dashboard's pages by their session cookie
+only (see `dashboard.session`), so a cookie can never make an API call on someone's behalf and
+no API call needs a CSRF token.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +20,16 @@ from reportexport.records import Heartbeat, MetricsSnapshot, User
 from reportexport.services.exports import KEY_PATTERN, MAX_ID, MAX_KEY_LENGTH, ExportService
 from reportexport.services.people import PeopleService
 from reportexport.services.schedules import ScheduleService
+from reportexport.services.sessions import SessionService
 from reportexport.services.webhooks import WebhookService
 
-SESSION_COOKIE = "rx_token"
+
+@dataclass(frozen=True, kw_only=True)
+class WebSettings:
+    """What the HTTP layer itself is set up with (from `Settings`)."""
+
+    max_event_streams: int = 200
+    trust_forwarded_headers: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,11 +40,13 @@ class AppParts:
     webhooks: WebhookService
     people: PeopleService
     schedules: ScheduleService
+    sessions: SessionService
     graph: Graph
     ready: Callable[[], bool]
     metrics: Callable[[], MetricsSnapshot]
     heartbeats: Callable[[], list[Heartbeat]]
     troubles: Callable[[], list[str]] = list
+    web: WebSettings = WebSettings()
 
 
 def parts(request: Request) -> AppParts:
@@ -40,22 +54,21 @@ def parts(request: Request) -> AppParts:
     return found
 
 
-def signed_in(request: Request) -> User | None:
-    """The person a bearer token or the dashboard's cookie names, if any."""
+def bearer_user(request: Request) -> User | None:
+    """The person a bearer token names, if any."""
     authorization = request.headers.get("authorization", "")
-    if authorization.lower().startswith("bearer "):
-        token = authorization[7:].strip()
-    else:
-        token = request.cookies.get(SESSION_COOKIE, "")
+    if not authorization.lower().startswith("bearer "):
+        return None
+    token = authorization[7:].strip()
     return parts(request).people.authenticate(token) if token else None
 
 
 def current_user(request: Request, authorization: Annotated[str | None, Header()] = None) -> User:
-    """The person a bearer token (or the dashboard's cookie) belongs to; 401 without one."""
-    user = signed_in(request)
+    """The person a bearer token belongs to; 401 without one."""
+    user = bearer_user(request)
     if user is not None:
         return user
-    if authorization or request.cookies.get(SESSION_COOKIE):
+    if authorization:
         raise ProblemError(401, "Unauthorized", "the token is unknown or revoked")
     raise ProblemError(401, "Unauthorized", "send Authorization: Bearer <token>")
 

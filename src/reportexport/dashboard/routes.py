@@ -1,59 +1,68 @@
 """The dashboard's pages: each translates a form or a link into one service call.
 
-Sign-in stores the bearer token in an HttpOnly, SameSite=Strict cookie, which the API also
-accepts, so the pages' small scripts call the API directly. Forms that create a job carry a
-one-time key, so a double submit makes one job.
+People sign in with their token once and are then known by a session (see `session`); every
+form carries the session's CSRF token and is refused without it. Destructive actions ask first
+(in a dialog, or on a page of their own without script). Forms that create a job carry a
+one-time key, so a double submit makes one job. Every refusal is a page in the dashboard's own
+style with a way forward; a signed-in person never meets the sign-in form by accident.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from importlib import resources
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from reportexport.api.deps import SESSION_COOKIE, AppParts, parts, signed_in
-from reportexport.api.problems import status_of
+from reportexport.api.deps import parts
+from reportexport.api.problems import ProblemError, status_of
+from reportexport.dashboard import forms
+from reportexport.dashboard.format import (
+    elapsed,
+    ordered_parameters,
+    parameter_types,
+    parameter_value,
+)
+from reportexport.dashboard.live import EventStream, StreamsFullError, live_state, watched_ids
+from reportexport.dashboard.session import (
+    CSRF_FIELD,
+    client_address,
+    csrf_holds,
+    csrf_token,
+    dashboard_user,
+    end_session,
+    flash,
+    keep_sign_in_token,
+    sign_in_token,
+    sign_in_token_holds,
+    start_session,
+)
+from reportexport.dashboard.ui import (
+    Pager,
+    page,
+    problem_page,
+    safe_next,
+    sort_href,
+    to_sign_in,
+)
 from reportexport.job_status import CANCELS, TransitionError
-from reportexport.parameters import ParameterError, single_values
+from reportexport.parameters import InvalidParametersError, ParameterError, single_values
 from reportexport.records import Job, User
 from reportexport.render import TABLE_HEADER, decision_rows, render_svg
-from reportexport.services.errors import NotFoundError, ServiceError
+from reportexport.services.errors import GoneError, NotFoundError, ServiceError
 from reportexport.services.exports import MAX_ID, JobView
+from reportexport.services.sessions import SignInLimitError
 from reportexport.text import quoted
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(
-    env=Environment(
-        loader=FileSystemLoader(str(resources.files("reportexport.dashboard") / "templates")),
-        autoescape=select_autoescape(),
-    )
-)
 CANCELABLE = [move.from_status for move in CANCELS]
-
-
-def page(request: Request, name: str, user: User | None, **context: Any) -> HTMLResponse:
-    graph = parts(request).graph
-    return templates.TemplateResponse(
-        request,
-        name,
-        {
-            "user": user,
-            "states": graph.states,
-            "cancelable": CANCELABLE,
-            "initial": graph.initial,
-            **context,
-        },
-    )
-
-
-def to_sign_in() -> RedirectResponse:
-    return RedirectResponse("/sign-in", status_code=303)
+PAGE_SIZE = 100
+RESERVED_FIELDS = ("saved_query", "key", CSRF_FIELD, forms.BOOLEAN_FIELD)
 
 
 def _job_id(text: str) -> int | None:
@@ -63,81 +72,258 @@ def _job_id(text: str) -> int | None:
     return number if 1 <= number <= MAX_ID else None
 
 
-def problem_page(
-    request: Request, user: User | None, status: int, title: str, detail: str, **context: Any
-) -> HTMLResponse:
-    response = page(request, "problem.html", user, title=title, detail=detail, **context)
-    response.status_code = status
+def _not_found(request: Request, user: User, job_id: str) -> HTMLResponse:
+    shown = job_id if len(job_id) <= 40 else job_id[:40] + "…"
+    return problem_page(
+        request,
+        user,
+        404,
+        "No such export",
+        f"There is no export {shown} for you: it does not exist, or it is someone else's.",
+        actions=[("Back to your exports", "/jobs"), ("Start a new export", "/exports/new")],
+    )
+
+
+def _form_expired(request: Request, user: User, back: str) -> HTMLResponse:
+    return problem_page(
+        request,
+        user,
+        403,
+        "This form has expired",
+        "The form was sent without this session's security token (it may be from before you "
+        "signed in again). Nothing was changed; open the page again and repeat the action.",
+        actions=[("Back to where you were", back), ("Back to your exports", "/jobs")],
+    )
+
+
+def _redirect(request: Request, to: str, kind: str, text: str) -> RedirectResponse:
+    response = RedirectResponse(to, status_code=303)
+    flash(request, response, kind, text)
     return response
 
 
-def _not_found(request: Request, user: User, job_id: str) -> HTMLResponse:
-    return problem_page(request, user, 404, "Not found", f"There is no export {job_id} for you.")
+# -- signing in and out ------------------------------------------------------------------------
 
 
 @router.get("/")
 def home(request: Request) -> Response:
-    return RedirectResponse("/jobs" if signed_in(request) else "/sign-in", status_code=303)
+    return RedirectResponse("/jobs" if dashboard_user(request) else "/sign-in", status_code=303)
 
 
 @router.get("/sign-in")
-def sign_in_page(request: Request) -> HTMLResponse:
-    return page(request, "sign_in.html", None)
+def sign_in_page(request: Request, next: str = "/jobs") -> Response:
+    if dashboard_user(request) is not None:
+        return RedirectResponse(safe_next(next), status_code=303)
+    return _sign_in_form(request, next)
+
+
+def _sign_in_form(
+    request: Request, next: str, problem: str | None = None, status: int = 200
+) -> Response:
+    token = sign_in_token(request)
+    response = page(
+        request,
+        "sign_in.html",
+        None,
+        status=status,
+        next=safe_next(next),
+        problem=problem,
+        form_token=token,
+    )
+    keep_sign_in_token(request, response, token)
+    return response
 
 
 @router.post("/sign-in")
-def sign_in(request: Request, token: str = Form("")) -> Response:
-    user = parts(request).people.authenticate(token.strip())
-    if user is None:
-        return page(request, "sign_in.html", None, problem="That token is unknown or revoked.")
-    response = RedirectResponse("/jobs", status_code=303)
-    response.set_cookie(SESSION_COOKIE, token.strip(), httponly=True, samesite="strict")
+def sign_in(
+    request: Request,
+    token: str = Form(""),
+    form_token: str = Form(""),
+    next: str = Form("/jobs"),
+) -> Response:
+    if not sign_in_token_holds(request, form_token):
+        why = "The sign-in form expired or came from another site; please sign in again."
+        return _sign_in_form(request, next, why, status=400)
+    try:
+        started = parts(request).sessions.sign_in(token, client=client_address(request))
+    except SignInLimitError as exc:
+        waiting = problem_page(
+            request,
+            None,
+            429,
+            "Too many sign-in attempts",
+            f"{exc.detail[:1].upper()}{exc.detail[1:]}.",
+            actions=[("Back to the sign-in page", "/sign-in")],
+        )
+        waiting.headers["Retry-After"] = str(exc.retry_after)
+        return waiting
+    except ServiceError as exc:
+        return _sign_in_form(request, next, exc.detail, status=401)
+    response = _redirect(request, safe_next(next), "success", f"Signed in as {started.user.name}.")
+    start_session(request, response, started)
     return response
 
 
 @router.post("/sign-out")
-def sign_out() -> Response:
-    response = to_sign_in()
-    response.delete_cookie(SESSION_COOKIE)
+def sign_out(request: Request, csrf: str = Form("", alias=CSRF_FIELD)) -> Response:
+    user = dashboard_user(request)
+    if user is None:
+        return to_sign_in(request)
+    if not csrf_holds(request, csrf):
+        return _form_expired(request, user, "/jobs")
+    response = _redirect(request, "/sign-in", "info", "You are signed out.")
+    end_session(request, response)
     return response
+
+
+# -- the list --------------------------------------------------------------------------------
 
 
 @router.get("/jobs")
-def jobs(request: Request, status: str = "", owner: str = "", saved_query: str = "") -> Response:
-    user = signed_in(request)
+def jobs(
+    request: Request,
+    status: str = "",
+    owner: str = "",
+    saved_query: str = "",
+    q: str = "",
+    sort: str = "newest",
+    cursor: str = "",
+) -> Response:
+    user = dashboard_user(request)
     if user is None:
-        return to_sign_in()
-    app: AppParts = parts(request)
-    filters: dict[str, Any] = {
-        "status": status or None,
-        "saved_query": saved_query or None,
-        "owner": (owner or None) if user.role == "operator" else user.name,
+        return to_sign_in(request)
+    exports = parts(request).exports
+    oldest = sort == "oldest"
+    filters = {
+        "status": status,
+        "saved_query": saved_query,
+        "owner": owner if user.role == "operator" else "",
+        "q": q.strip(),
+        "sort": "oldest" if oldest else "newest",
     }
+    problem = None
+    position = _job_id(cursor) if cursor else None
     try:
-        listed = app.exports.jobs_of(
+        found = exports.jobs_of(
             user,
-            status=filters["status"],
-            saved_query=filters["saved_query"],
-            owner=filters["owner"],
-            limit=100,
-        ).jobs
+            status=status or None,
+            saved_query=saved_query or None,
+            owner=filters["owner"] or None,
+            search=filters["q"] or None,
+            oldest_first=oldest,
+            before=position,
+            after=position,
+            limit=PAGE_SIZE,
+        )
+        listed, next_cursor = found.jobs, found.next_cursor
     except ServiceError as exc:
-        listed, filters["problem"] = (), exc.detail
-    response = page(request, "jobs.html", user, jobs=listed, filters=filters, elapsed=_elapsed)
-    if "problem" in filters:
-        response.status_code = 422
-    return response
+        listed, next_cursor, problem = (), None, exc.detail
+    queries = exports.saved_queries()
+    return page(
+        request,
+        "jobs.html",
+        user,
+        status=422 if problem else 200,
+        jobs=listed,
+        filters=filters,
+        filtered=any(filters[k] for k in ("status", "saved_query", "owner", "q")),
+        filter_words=_filter_words(filters, {x.name: x.title for x in queries}),
+        caption=_caption(len(listed), cursor_given=bool(cursor), more=next_cursor is not None),
+        queries=queries,
+        problem=problem,
+        pages=Pager.of(request, next_cursor, PAGE_SIZE),
+        sort_toggle=sort_href(request, "sort", "newest" if oldest else "oldest"),
+        cancelable=CANCELABLE,
+        elapsed=elapsed,
+    )
+
+
+def _filter_words(filters: Mapping[str, str], titles: Mapping[str, str]) -> str:
+    """What the list is filtered by, in words, for its empty state."""
+    words = []
+    if filters["q"]:
+        words.append(f"the search {quoted(filters['q'])}")
+    if filters["status"]:
+        words.append(f"status {filters['status']}")
+    if filters["saved_query"]:
+        words.append(
+            f"saved query {quoted(titles.get(filters['saved_query'], filters['saved_query']))}"
+        )
+    if filters["owner"]:
+        words.append(f"owner {quoted(filters['owner'])}")
+    return " and ".join(words)
+
+
+def _caption(count: int, *, cursor_given: bool, more: bool) -> str:
+    noun = "export" if count == 1 else "exports"
+    where = "on this page" if cursor_given or more else "in all"
+    return f"{count:,} {noun} {where}"
+
+
+# -- live updates ------------------------------------------------------------------------------
+
+
+@router.get("/jobs/events")
+async def job_events(request: Request, ids: str = "") -> Response:
+    """The watched jobs' changes as Server-Sent Events (event `status`), until all are terminal."""
+    user = await run_in_threadpool(dashboard_user, request)
+    if user is None:
+        raise ProblemError(401, "Unauthorized", "sign in to the dashboard first")
+    exports = parts(request).exports
+    found = await run_in_threadpool(partial(exports.jobs_by_ids, watched_ids(ids), person=user))
+    feed = request.app.state.feed
+    try:
+        subscription = feed.subscribe(found)
+    except StreamsFullError:
+        raise ProblemError(
+            503,
+            "Too many live pages",
+            f"this server keeps at most {feed.max_streams} live pages open; the page polls instead",
+            headers={"Retry-After": "10"},
+        ) from None
+    return _Streamed(EventStream(feed, subscription, found))
+
+
+class _Streamed(Response):
+    """A route's answer that is an ASGI app of its own (the event stream)."""
+
+    def __init__(self, app: EventStream) -> None:
+        super().__init__()
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
+@router.get("/jobs/state")
+def job_states(request: Request, ids: str = "") -> Response:
+    """The same states as the event stream, for pages that poll."""
+    user = dashboard_user(request)
+    if user is None:
+        raise ProblemError(401, "Unauthorized", "sign in to the dashboard first")
+    found = parts(request).exports.jobs_by_ids(watched_ids(ids), person=user)
+    now = datetime.now(UTC)
+    return JSONResponse(
+        {"jobs": [live_state(job, now) for job in found]}, headers={"Cache-Control": "no-store"}
+    )
+
+
+# -- one job ---------------------------------------------------------------------------------
 
 
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job_id: str) -> Response:
-    user = signed_in(request)
+    user = dashboard_user(request)
     if user is None:
-        return to_sign_in()
+        return to_sign_in(request)
     number = _job_id(job_id)
     try:
-        view = parts(request).exports.job(user, number) if number is not None else None
-    except ServiceError:
+        view = (
+            parts(request).exports.job(user, number, with_previous=True)
+            if number is not None
+            else None
+        )
+    except NotFoundError:
         view = None
     if view is None:
         return _not_found(request, user, job_id)
@@ -148,61 +334,183 @@ def _job_page(
     request: Request, user: User, view: JobView, problem: str | None = None, status: int = 200
 ) -> HTMLResponse:
     detail = view.detail
-    response = page(
+    job = detail.job
+    return page(
         request,
         "job.html",
         user,
-        job=detail.job,
+        status=status,
+        job=job,
         history=detail.history,
         side_effects=detail.side_effects,
+        downloads=view.downloads,
+        firing=view.firing,
+        previous=view.previous,
+        file_expired=_expired(job),
+        types=parameter_types(job),
+        parameter_value=parameter_value,
+        ordered_parameters=ordered_parameters,
+        elapsed=elapsed,
+        cancelable=CANCELABLE,
         rerun_key=secrets.token_urlsafe(16),
         problem=problem,
     )
-    response.status_code = status
-    return response
 
 
-@router.post("/jobs/{job_id}/cancel")
-def cancel(request: Request, job_id: str) -> Response:
-    user = signed_in(request)
+def _expired(job: Job) -> bool:
+    return job.object_expires_at is not None and job.object_expires_at <= datetime.now(UTC)
+
+
+@router.get("/jobs/{job_id}/download")
+def download(request: Request, job_id: str) -> Response:
+    """To the file's signed link; an expired or missing file is a page that offers a rerun."""
+    user = dashboard_user(request)
     if user is None:
-        return to_sign_in()
+        return to_sign_in(request)
     number = _job_id(job_id)
     if number is None:
         return _not_found(request, user, job_id)
+    try:
+        link = parts(request).exports.download(user, number)
+    except NotFoundError:
+        return _not_found(request, user, job_id)
+    except GoneError as exc:
+        return _gone(request, user, number, exc.detail)
+    except ServiceError as exc:
+        return problem_page(
+            request,
+            user,
+            status_of(exc),
+            "Nothing to download yet",
+            f"{exc.detail[:1].upper()}{exc.detail[1:]}.",
+            actions=[(f"Back to export #{number}", f"/jobs/{number}")],
+        )
+    return RedirectResponse(link.url, status_code=302)
+
+
+def _gone(request: Request, user: User, number: int, detail: str) -> HTMLResponse:
+    return problem_page(
+        request,
+        user,
+        410,
+        "This file has expired",
+        f"{detail[:1].upper()}{detail[1:]}. Run the export again for a fresh file.",
+        actions=[(f"Back to export #{number}", f"/jobs/{number}"), ("Your exports", "/jobs")],
+        form={
+            "action": f"/jobs/{number}/rerun",
+            "fields": [
+                (CSRF_FIELD, csrf_token(request)),
+                ("key", secrets.token_urlsafe(16)),
+            ],
+            "label": "Run again",
+        },
+    )
+
+
+@router.get("/jobs/{job_id}/schema")
+def schema(request: Request, job_id: str) -> Response:
+    user = dashboard_user(request)
+    if user is None:
+        return to_sign_in(request)
+    number = _job_id(job_id)
+    if number is None:
+        return _not_found(request, user, job_id)
+    try:
+        name, content = parts(request).exports.file_schema(user, number)
+    except NotFoundError:
+        return _not_found(request, user, job_id)
+    except ServiceError as exc:
+        return problem_page(
+            request,
+            user,
+            status_of(exc),
+            "No schema yet",
+            f"{exc.detail[:1].upper()}{exc.detail[1:]}.",
+            actions=[(f"Back to export #{number}", f"/jobs/{number}")],
+        )
+    return JSONResponse(content, headers={"Content-Disposition": f'inline; filename="{name}"'})
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel(
+    request: Request,
+    job_id: str,
+    csrf: str = Form("", alias=CSRF_FIELD),
+    confirmed: str = Form(""),
+) -> Response:
+    user = dashboard_user(request)
+    if user is None:
+        return to_sign_in(request)
+    number = _job_id(job_id)
+    if number is None:
+        return _not_found(request, user, job_id)
+    if not csrf_holds(request, csrf):
+        return _form_expired(request, user, f"/jobs/{number}")
+    if confirmed != "yes":
+        return page(
+            request,
+            "confirm.html",
+            user,
+            title=f"Cancel export #{number}?",
+            detail="It stops, and whatever it wrote so far is deleted. This cannot be undone.",
+            action=f"/jobs/{number}/cancel",
+            label="Cancel the export",
+            back=f"/jobs/{number}",
+        )
     exports = parts(request).exports
     try:
         exports.cancel(user, number)
     except NotFoundError:
         return _not_found(request, user, job_id)
-    except TransitionError as exc:
-        why = f"This export cannot be canceled now ({exc.code})."
-        return _job_page(request, user, exports.job(user, number), why, status=409)
-    return RedirectResponse(f"/jobs/{number}", status_code=303)
+    except TransitionError:
+        now = exports.job(user, number).detail.job.status
+        why = f"Export #{number} is {now} already: there is nothing to cancel."
+        return _redirect(request, f"/jobs/{number}", "warning", why)
+    return _redirect(request, f"/jobs/{number}", "success", f"Export #{number} is canceled.")
 
 
 @router.post("/jobs/{job_id}/rerun")
-def rerun(request: Request, job_id: str, key: str = Form("")) -> Response:
-    user = signed_in(request)
+def rerun(
+    request: Request, job_id: str, key: str = Form(""), csrf: str = Form("", alias=CSRF_FIELD)
+) -> Response:
+    user = dashboard_user(request)
     if user is None:
-        return to_sign_in()
+        return to_sign_in(request)
     number = _job_id(job_id)
     if number is None:
         return _not_found(request, user, job_id)
+    if not csrf_holds(request, csrf):
+        return _form_expired(request, user, f"/jobs/{number}")
     try:
         created = parts(request).exports.rerun(user, number, idempotency_key=key or None)
     except NotFoundError:
         return _not_found(request, user, job_id)
     except ServiceError as exc:
-        return problem_page(request, user, status_of(exc), exc.title, exc.detail, job_id=number)
-    return RedirectResponse(f"/jobs/{created.job.id}", status_code=303)
+        return problem_page(
+            request,
+            user,
+            status_of(exc),
+            exc.title,
+            exc.detail,
+            actions=[(f"Back to export #{number}", f"/jobs/{number}"), ("Your exports", "/jobs")],
+        )
+    new = created.job.id
+    text = (
+        f"Export #{new} runs export #{number} again."
+        if created.created
+        else f"Export #{new} was already started for this."
+    )
+    return _redirect(request, f"/jobs/{new}", "success", text)
+
+
+# -- a new export ------------------------------------------------------------------------------
 
 
 @router.get("/exports/new")
 def new_page(request: Request, saved_query: str = "") -> Response:
-    user = signed_in(request)
+    user = dashboard_user(request)
     if user is None:
-        return to_sign_in()
+        return to_sign_in(request)
     queries = parts(request).exports.saved_queries()
     query = next((q for q in queries if q.name == saved_query), queries[0] if queries else None)
     return page(
@@ -211,18 +519,29 @@ def new_page(request: Request, saved_query: str = "") -> Response:
         user,
         queries=queries,
         query=query,
-        values={},
-        problem=None,
+        fields=forms.controls(query.parameters) if query else [],
+        problems={},
+        general=[],
         key=secrets.token_urlsafe(16),
     )
 
 
 @router.post("/exports/new")
 async def create(request: Request) -> Response:
-    user = signed_in(request)
+    pairs = [(str(k), v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
+    return await run_in_threadpool(_create, request, pairs)
+
+
+def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
+    user = dashboard_user(request)
     if user is None:
-        return to_sign_in()
-    fields = [(str(k), v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
+        return to_sign_in(request)
+    fields = [(k, v) for k, v in pairs if k not in (CSRF_FIELD, forms.BOOLEAN_FIELD)]
+    given = dict(fields)
+    if not csrf_holds(request, next((v for k, v in pairs if k == CSRF_FIELD), "")):
+        back = f"/exports/new?saved_query={given.get('saved_query', '')}"
+        return _form_expired(request, user, back)
+    booleans = [v for k, v in pairs if k == forms.BOOLEAN_FIELD]
     exports = parts(request).exports
     queries = exports.saved_queries()
     repeated: ParameterError | None = None
@@ -235,40 +554,65 @@ async def create(request: Request) -> Response:
     query = next((q for q in queries if q.name == name), None)
     if query is None:
         detail = f"There is no saved query {quoted(name)}."
-        return problem_page(request, user, 404, "No such saved query", detail)
+        return problem_page(
+            request,
+            user,
+            404,
+            "No such saved query",
+            detail,
+            actions=[("Choose a saved query", "/exports/new"), ("Back to your exports", "/jobs")],
+        )
     try:
         if repeated is not None:
             raise repeated
         created = exports.create(
             user,
             name,
-            {k: v for k, v in form.items() if v != ""},
+            forms.parameters_from_form(query.parameters, form, booleans),
             idempotency_key=key,
             from_text=True,
+            every_problem=True,
         )
     except (ParameterError, ServiceError) as exc:
-        problem = exc if isinstance(exc, ParameterError) else _FormProblem(exc)
-        response = page(
+        if isinstance(exc, ParameterError):
+            found = exc.problems if isinstance(exc, InvalidParametersError) else (exc,)
+            beside, above = forms.problems_by_field(query.parameters, found)
+            status = 422
+        else:
+            field_name = getattr(exc, "field", "")
+            beside = {field_name: exc.detail} if field_name in query.parameters else {}
+            above = [] if beside else [exc.detail]
+            status = status_of(exc)
+        return page(
             request,
             "new_export.html",
             user,
+            status=status,
             queries=queries,
             query=query,
-            values=form,
-            problem=problem,
+            fields=forms.controls(query.parameters, _shown_values(form, booleans), beside),
+            problems=beside,
+            general=above,
             key=key or secrets.token_urlsafe(16),
         )
-        response.status_code = 422 if isinstance(exc, ParameterError) else status_of(exc)
-        return response
-    return RedirectResponse(f"/jobs/{created.job.id}", status_code=303)
+    job = created.job
+    text = (
+        f"Export #{job.id} is {job.status}."
+        if created.created
+        else f"Export #{job.id} was already started by this form."
+    )
+    return _redirect(request, f"/jobs/{job.id}", "success", text)
 
 
-class _FormProblem:
-    """A refusal that names no parameter, shown above the form."""
+def _shown_values(form: Mapping[str, str], booleans: list[str]) -> dict[str, str]:
+    """What the person sent, as the controls show it again (an unchecked box stays so)."""
+    shown = dict(form)
+    for name in booleans:
+        shown.setdefault(name, "false")
+    return shown
 
-    def __init__(self, exc: ServiceError) -> None:
-        self.parameter = getattr(exc, "field", None)
-        self.message = exc.detail
+
+# -- the lifecycle -------------------------------------------------------------------------------
 
 
 @router.get("/lifecycle")
@@ -277,16 +621,9 @@ def lifecycle(request: Request) -> HTMLResponse:
     return page(
         request,
         "lifecycle.html",
-        signed_in(request),
+        dashboard_user(request),
         diagram=render_svg(graph),
         header=TABLE_HEADER,
         rows=decision_rows(graph),
         fingerprint=graph.fingerprint,
     )
-
-
-def _elapsed(job: Job) -> str:
-    if job.started_at is None:
-        return ""
-    end = job.finished_at or datetime.now(UTC)
-    return f"{(end - job.started_at).total_seconds():.1f} s"

@@ -17,7 +17,7 @@ these calls and the results (or `services.errors`) into their own answers. Here 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, Protocol
@@ -114,6 +114,7 @@ class JobView:
     detail: JobDetail
     downloads: list[tuple[str, datetime]]
     firing: Firing | None = None  # the schedule's firing that made the job
+    previous: Job | None = None  # the owner's last success of the same query and parameters
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,11 +182,13 @@ class ExportService:
         *,
         idempotency_key: str | None = None,
         from_text: bool = False,
+        every_problem: bool = False,
     ) -> Created:
         """A new job of `saved_query` owned by `person`.
 
         `from_text` takes parameter values as text (a form, the command line); otherwise as
-        typed JSON. ParameterError names a parameter and its rule; OverLimitError a limit.
+        typed JSON. ParameterError names a parameter and its rule (with `every_problem`,
+        InvalidParametersError names every one); OverLimitError a limit.
         """
         key = _scoped_key(_idempotency_key(idempotency_key), person.name, person.name)
         query = self.catalog.queries.get(saved_query)
@@ -203,6 +206,7 @@ class ExportService:
             requested_by=person.name,
             idempotency_key=key,
             from_text=from_text,
+            every_problem=every_problem,
         )
         return self._insert(new)
 
@@ -326,16 +330,31 @@ class ExportService:
 
     # -- seeing and changing jobs ----------------------------------------------------------------
 
-    def job(self, person: Person, job_id: int) -> JobView:
+    def job(self, person: Person, job_id: int, *, with_previous: bool = False) -> JobView:
+        """A job you may see; `with_previous` adds its owner's last success of the same saved
+        query with the same parameters (what the dashboard estimates from)."""
         detail = self._detail(job_id)
         if not is_operator(person) and detail.job.owner != person.name:
             raise NotFoundError(f"no export {job_id}")  # another person's job does not exist
         firing = None
         if detail.job.schedule_id is not None and self.firings is not None:
             firing = self.firings.firing_of_job(detail.job.id)
+        previous = self.jobs.previous_success(detail.job) if with_previous else None
         return JobView(
-            detail=detail, downloads=self.downloads.job_downloads(detail.job.id), firing=firing
+            detail=detail,
+            downloads=self.downloads.job_downloads(detail.job.id),
+            firing=firing,
+            previous=previous,
         )
+
+    def jobs_by_ids(self, ids: Collection[int], *, person: Person | None = None) -> list[Job]:
+        """The jobs of these ids that exist and `person` may see (without a person: all of
+        them, for the live pages' change feed, whose pages were checked when they subscribed)."""
+        wanted = sorted({job_id for job_id in ids if 1 <= job_id <= MAX_ID})
+        found = self.jobs.jobs_by_ids(wanted) if wanted else []
+        if person is None or is_operator(person):
+            return found
+        return [job for job in found if job.owner == person.name]
 
     def jobs_of(
         self,
@@ -346,26 +365,57 @@ class ExportService:
         owner: str | None = None,
         before: int | None = None,
         limit: int = 50,
+        search: str | None = None,
+        oldest_first: bool = False,
+        after: int | None = None,
     ) -> JobPage:
-        """A person's jobs newest first (an operator's: everyone's, or one `owner`'s)."""
+        """A person's jobs newest first (an operator's: everyone's, or one `owner`'s).
+
+        `search` finds a job by its id (`42` or `#42`) or by words of its saved query's title
+        or name; `oldest_first` turns the order, paginated from `after` instead of `before`.
+        """
         if status is not None and not is_status(status):
             raise InvalidInputError("status", "state", f"{quoted(status)} is not a state")
-        for field, value in (("saved_query", saved_query), ("owner", owner)):
+        for field, value in (("saved_query", saved_query), ("owner", owner), ("search", search)):
             if value is not None and unsafe_text(value) is not None:
                 raise InvalidInputError(field, "text", f"{field} {unsafe_text(value)}")
-        if before is not None and not 1 <= before <= MAX_ID:
-            raise InvalidInputError("before", "range", f"before must be 1 to {MAX_ID}")
+        for field, cursor in (("before", before), ("after", after)):
+            if cursor is not None and not 1 <= cursor <= MAX_ID:
+                raise InvalidInputError(field, "range", f"{field} must be 1 to {MAX_ID}")
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError("limit", "range", f"limit must be 1 to {MAX_PAGE}")
+        job_id, titled = self._search(search)
         return self.jobs.list_jobs(
             JobFilter(
                 owner=owner if is_operator(person) else person.name,
                 status=status,
                 saved_query=saved_query,
-                before=JobId(before) if before is not None else None,
+                saved_queries=titled,
+                job_id=JobId(job_id) if job_id is not None else None,
+                before=JobId(before) if before is not None and not oldest_first else None,
+                after=JobId(after) if after is not None and oldest_first else None,
+                oldest_first=oldest_first,
                 limit=limit,
             )
         )
+
+    def _search(self, search: str | None) -> tuple[int | None, tuple[str, ...] | None]:
+        """A search as a job id, or as the names of the saved queries whose title or name
+        holds every word of it (which may be none: then no job matches)."""
+        words = (search or "").strip()
+        if not words:
+            return None, None
+        number = words.removeprefix("#")
+        if number.isascii() and number.isdigit():
+            value = int(number)
+            return (value if 1 <= value <= MAX_ID else 0), None
+        wanted = words.casefold().split()
+        names = tuple(
+            name
+            for name, query in self.catalog.queries.items()
+            if all(word in f"{query.title} {name}".casefold() for word in wanted)
+        )
+        return None, names
 
     def cancel(self, person: Person, job_id: int) -> Job:
         """Cancel a queued or running job along the fixture's `user` edge."""

@@ -54,6 +54,13 @@ class PeopleService:
     def list(self) -> list[User]:
         return self.users.list_users()
 
+    def new_token(self, name: str) -> tuple[User, str] | None:
+        """A new token for an active person, shown once; their old token stops working (their
+        dashboard sessions go on). None when there is no active person of that name."""
+        if unsafe_text(name) is not None:
+            return None
+        return self.users.replace_token(name)
+
     def revoke(self, name: str) -> bool:
         """Revoke a person's token; False when there is no active person of that name."""
         if unsafe_text(name) is not None:

@@ -5,8 +5,8 @@
 `Database` made of roles, each holding the driver: `jobs` (what people do to jobs), `queue`
 (what workers do), `effects` (side-effect rows), `endpoints` (webhook endpoints and
 deliveries), `users`, `heartbeats`, `caps` (sources' max_concurrent), `metrics`,
-`retention` (purges), `schedules` and `schema` (upgrade, check, probe). A consumer takes the
-role it uses.
+`retention` (purges), `schedules`, `sessions` (the dashboard's) and `schema` (upgrade,
+check, probe). A consumer takes the role it uses.
 """
 
 from __future__ import annotations
@@ -60,12 +60,14 @@ from reportexport.store.migrator import Schema
 from reportexport.store.queue import JobQueue
 from reportexport.store.retention import Retention
 from reportexport.store.schedules import ScheduleStore
+from reportexport.store.sessions import DashboardSessions
 from reportexport.store.users import UserExistsError, Users
 
 __all__ = [
     "Claim",
     "ClaimedEffect",
     "ClaimedJob",
+    "DashboardSessions",
     "Database",
     "EffectStore",
     "EndpointNotFoundError",
@@ -127,6 +129,7 @@ class Database:
         self.metrics = Metrics(driver)
         self.retention = Retention(driver)
         self.schedules = ScheduleStore(driver)
+        self.sessions = DashboardSessions(driver)
         self.schema = Schema(driver, graph)
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ databases spell differently:
 - `{now_plus(:p)}`: now plus `:p` seconds (SQLite: a '+N seconds' modifier);
 - `{seconds_between(a, b)}`: `a - b` in seconds (julianday on SQLite, epoch on PostgreSQL);
 - `{names(:p)}`: the names in `:p` as a subquery (a JSON array's values; a `text[]`'s);
+- `{ids(:p)}`: the same of ids (`Codec.names` of their digits), compared as integers;
 - `{skip_locked}`: PostgreSQL's `FOR UPDATE SKIP LOCKED`; nothing on SQLite (one writer);
 - `{indexed_by(name)}`: SQLite's `INDEXED BY name`, for a partial index its planner would pass
   over without statistics; nothing on PostgreSQL, whose planner has them.
@@ -76,6 +77,7 @@ SQLITE = Dialect(
         "now_plus": lambda a: f"strftime('%Y-%m-%dT%H:%M:%fZ', 'now', {a[0]})",
         "seconds_between": lambda a: f"((julianday({a[0]}) - julianday({a[1]})) * 86400)",
         "names": lambda a: f"(SELECT value FROM json_each({a[0]}))",
+        "ids": lambda a: f"(SELECT value FROM json_each({a[0]}))",
         "skip_locked": lambda _: "",
         "indexed_by": lambda a: f"INDEXED BY {a[0]}",
     },
@@ -89,6 +91,7 @@ POSTGRES = Dialect(
         "now_plus": lambda a: f"(clock_timestamp() + make_interval(secs => {a[0]}))",
         "seconds_between": lambda a: f"extract(epoch FROM ({a[0]}) - ({a[1]}))",
         "names": lambda a: f"(SELECT unnest(CAST({a[0]} AS text[])))",
+        "ids": lambda a: f"(SELECT unnest(CAST({a[0]} AS bigint[])))",
         "skip_locked": lambda _: "FOR UPDATE SKIP LOCKED",
         "indexed_by": lambda _: "",
     },

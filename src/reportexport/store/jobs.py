@@ -110,14 +110,40 @@ class JobStore:
             "owner": where.owner,
             "status": where.status,
             "saved_query": where.saved_query,
+            "by_queries": 0 if where.saved_queries is None else 1,
+            "saved_queries": self.codec.names(list(where.saved_queries or ())),
+            "job_id": where.job_id,
             "before": where.before,
+            "after": where.after,
             "limit": where.limit + 1,
         }
         with self.driver.read() as session:
-            rows = session.rows("list_jobs", params)
+            if where.oldest_first:
+                rows = session.rows("list_jobs_oldest_first", params)
+            else:
+                rows = session.rows("list_jobs", params)
         jobs = tuple(self.codec.record(Job, row) for row in rows[: where.limit])
         more = len(rows) > where.limit
         return JobPage(jobs=jobs, next_cursor=jobs[-1].id if more and jobs else None)
+
+    def jobs_by_ids(self, ids: list[int]) -> list[Job]:
+        """The jobs of these ids that exist, in one read."""
+        params = {"ids": self.codec.names([str(job_id) for job_id in ids])}
+        with self.driver.read() as session:
+            rows = session.rows("jobs_by_ids", params)
+        return [self.codec.record(Job, row) for row in rows]
+
+    def previous_success(self, job: Job) -> Job | None:
+        """The owner's last succeeded job before `job` of its saved query and parameters."""
+        params = {
+            "owner": job.owner,
+            "saved_query": job.saved_query,
+            "parameters": self.codec.json(dict(job.parameters)),
+            "id": job.id,
+        }
+        with self.driver.read() as session:
+            row = session.row("previous_success", params)
+        return None if row is None else self.codec.record(Job, row)
 
     def cancel_job(
         self, job_id: JobId, *, person: str, owner: str | None = None, reason: str | None = None

@@ -60,7 +60,7 @@ SERVICE_GRANTS = (
     ),
     ("SELECT, UPDATE", ("job_side_effects", "source_caps")),
     ("SELECT, INSERT", ("job_downloads",)),
-    ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats", "source_slots")),
+    ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats", "source_slots", "dashboard_sessions")),
     ("INSERT", ("source_caps",)),
     (
         "SELECT",

@@ -58,6 +58,14 @@ class Users:
             rows = session.rows("list_users")
         return [self._user(row) for row in rows]
 
+    def replace_token(self, name: str) -> tuple[User, str] | None:
+        """A new token for an active person (the old one stops working); None when there is
+        no active person of that name."""
+        token = "rxp_" + secrets.token_urlsafe(32)
+        with self.driver.write() as session:
+            row = session.row("replace_token", {"name": name, "token_hash": token_hash(token)})
+        return None if row is None else (self._user(row), token)
+
     def revoke_user(self, name: str, *, now: datetime) -> bool:
         params = {"name": name, "now": self.codec.moment(now)}
         with self.driver.write() as session:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
@@ -16,10 +17,21 @@ from reportexport.api.models import (
     JobOut,
     JobPageOut,
     JobStatus,
+    ProblemOut,
     SavedQueryOut,
     problems,
 )
-from reportexport.api.problems import require_json
+from reportexport.api.problems import ProblemError, require_json
+from reportexport.api.ranges import (
+    Unsatisfiable,
+    entity_tag,
+    http_date,
+    matches_any,
+    requested_part,
+    still_current,
+)
+from reportexport.dashboard.pages import download_refused, wants_html
+from reportexport.services.errors import ServiceError
 from reportexport.services.exports import (
     MAX_ID,
     MAX_PAGE,
@@ -200,24 +212,89 @@ def export_schema(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JSONRespo
     response_class=StreamingResponse,
     responses={
         200: {"description": "The file", "content": {"text/csv": {}, "application/gzip": {}}},
+        206: {
+            "description": "The part of the file one Range asks for (Content-Range)",
+            "content": {"text/csv": {}, "application/gzip": {}},
+        },
+        304: {"description": "Unchanged since the ETag in If-None-Match"},
+        416: {
+            "model": ProblemOut,
+            "description": "The Range asks for no byte of the file (Content-Range: bytes */size)",
+            "content": {"application/problem+json": {"schema": ProblemOut.model_json_schema()}},
+        },
         **problems(403, 410),
     },
 )
 def serve_download(token: str, parts: Parts, request: Request) -> Response:
-    """The file a signed link names (the local object store's links; S3 links go to S3)."""
-    stored = parts.exports.open_link(token)
+    """The file a signed link names (the local object store's links; S3 links go to S3).
+
+    HEAD answers the headers alone; one `Range` is answered with 206 and that part, a range past
+    the end with 416; ETag and Last-Modified let a browser resume (If-Range) or revalidate. A
+    browser that opens an expired or forged link gets a page, an API client a problem.
+    """
+    try:
+        stored = parts.exports.open_link(token)
+    except ServiceError as exc:
+        if wants_html(request):
+            return download_refused(request, exc)
+        raise
+    return _file_answer(request, stored)
+
+
+def _file_answer(request: Request, stored: StoredFile) -> Response:
     media = "application/gzip" if stored.file_name.endswith(".gz") else "text/csv; charset=utf-8"
+    etag = entity_tag(stored.key, stored.size, stored.modified)
     headers = {
-        "Content-Disposition": f'attachment; filename="{stored.file_name}"',
-        "Content-Length": str(stored.size),
+        "Content-Disposition": _disposition(stored.file_name),
+        "Accept-Ranges": "bytes",
+        "ETag": etag,
+        "Last-Modified": http_date(stored.modified),
+        "Cache-Control": "private, max-age=0, must-revalidate",
     }
+    if matches_any(request.headers.get("if-none-match"), etag):
+        stored.stream.close()
+        return Response(status_code=304, headers=headers)
+    part = None
+    if still_current(request.headers.get("if-range"), etag, stored.modified):
+        try:
+            part = requested_part(request.headers.get("range"), stored.size)
+        except Unsatisfiable:
+            stored.stream.close()
+            refused = {**headers, "Content-Range": f"bytes */{stored.size}"}
+            raise ProblemError(
+                416,
+                "Range Not Satisfiable",
+                f"the file has {stored.size} bytes; the range asks for none of them",
+                headers=refused,
+            ) from None
+    status, length = 200, stored.size
+    if part is not None:
+        status, length = 206, part.length
+        headers["Content-Range"] = f"bytes {part.start}-{part.end}/{stored.size}"
+    headers["Content-Length"] = str(length)
     if is_head(request):  # the headers only: no need to read the file
         stored.stream.close()
-        return Response(media_type=media, headers=headers)
-    return StreamingResponse(_chunks(stored), media_type=media, headers=headers)
+        return Response(status_code=status, media_type=media, headers=headers)
+    start = part.start if part is not None else 0
+    return StreamingResponse(
+        _chunks(stored, start, length), status_code=status, media_type=media, headers=headers
+    )
 
 
-def _chunks(stored: StoredFile) -> Any:
+def _disposition(file_name: str) -> str:
+    """An attachment with the file's name, plain where it can be and RFC 5987 where not."""
+    plain = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in file_name
+    )
+    if plain == file_name:
+        return f'attachment; filename="{plain}"'
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(file_name, safe='')}"
+
+
+def _chunks(stored: StoredFile, start: int, length: int) -> Any:
     with stored.stream as handle:
-        while chunk := handle.read(1 << 20):
+        handle.seek(start)
+        left = length
+        while left > 0 and (chunk := handle.read(min(1 << 20, left))):
+            left -= len(chunk)
             yield chunk

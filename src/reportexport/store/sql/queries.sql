@@ -36,14 +36,42 @@ SELECT * FROM job_history WHERE job_id = :id ORDER BY id;
 SELECT * FROM job_side_effects WHERE job_id = :id ORDER BY id;
 
 -- list_jobs --
--- Newest first, keyset-paginated on id; NULL filters match everything.
+-- Newest first, keyset-paginated on id; NULL filters match everything (and so does an empty
+-- :saved_queries unless :by_queries is 1: a search by title that matched no saved query).
 SELECT * FROM jobs
  WHERE (CAST(:owner AS TEXT) IS NULL OR owner = :owner)
    AND (CAST(:status AS TEXT) IS NULL OR status = :status)
    AND (CAST(:saved_query AS TEXT) IS NULL OR saved_query = :saved_query)
+   AND (:by_queries = 0 OR saved_query IN {names(:saved_queries)})
+   AND (CAST(:job_id AS BIGINT) IS NULL OR id = :job_id)
    AND (CAST(:before AS BIGINT) IS NULL OR id < :before)
  ORDER BY id DESC
  LIMIT :limit;
+
+-- list_jobs_oldest_first --
+-- The same filters, oldest first, keyset-paginated on id from :after.
+SELECT * FROM jobs
+ WHERE (CAST(:owner AS TEXT) IS NULL OR owner = :owner)
+   AND (CAST(:status AS TEXT) IS NULL OR status = :status)
+   AND (CAST(:saved_query AS TEXT) IS NULL OR saved_query = :saved_query)
+   AND (:by_queries = 0 OR saved_query IN {names(:saved_queries)})
+   AND (CAST(:job_id AS BIGINT) IS NULL OR id = :job_id)
+   AND (CAST(:after AS BIGINT) IS NULL OR id > :after)
+ ORDER BY id
+ LIMIT :limit;
+
+-- jobs_by_ids --
+-- The jobs of these ids (a live page's change feed: primary-key lookups only).
+SELECT * FROM jobs WHERE id IN {ids(:ids)};
+
+-- previous_success --
+-- The owner's last succeeded job of the same saved query with the same parameters, before this
+-- one (what a live page estimates from).
+SELECT * FROM jobs
+ WHERE owner = :owner AND saved_query = :saved_query AND parameters = :parameters
+   AND status = 'succeeded' AND id < :id
+ ORDER BY id DESC
+ LIMIT 1;
 
 -- owner_activity --
 -- An owner's jobs not yet in a terminal state, and those created since a moment (fairness).
@@ -301,6 +329,34 @@ SELECT * FROM users ORDER BY id;
 -- Revoke a person's token.
 UPDATE users SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL
 RETURNING id;
+
+-- replace_token --
+-- A person's new token (the old one stops working), unless they were revoked.
+UPDATE users SET token_hash = :token_hash WHERE name = :name AND revoked_at IS NULL
+RETURNING *;
+
+-- start_session --
+-- A dashboard session of a person, known by the hash of its id, until :expires_at.
+INSERT INTO dashboard_sessions (session_hash, user_id, client, expires_at)
+VALUES (:session_hash, :user_id, :client, :expires_at)
+RETURNING id;
+
+-- session_user --
+-- The person a live session belongs to: not ended, not expired, the person not revoked.
+SELECT u.* FROM dashboard_sessions s
+  JOIN users u ON u.id = s.user_id
+ WHERE s.session_hash = :session_hash AND s.ended_at IS NULL AND s.expires_at > :now
+   AND u.revoked_at IS NULL;
+
+-- end_session --
+-- Signing out ends a session for good.
+UPDATE dashboard_sessions SET ended_at = :now
+ WHERE session_hash = :session_hash AND ended_at IS NULL
+RETURNING id;
+
+-- forget_sessions --
+-- Drop sessions that expired or ended before a moment.
+DELETE FROM dashboard_sessions WHERE expires_at < :before OR ended_at < :before;
 
 -- record_download --
 -- A person asked for a job's download link.

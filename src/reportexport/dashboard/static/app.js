@@ -1,0 +1,164 @@
+// reportexport's page behaviour, loaded by every page. No inline script anywhere: the pages
+// describe what they want with data- attributes and this file does it.
+"use strict";
+
+const Format = (() => {
+  const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+  const exact = new Intl.DateTimeFormat(undefined, {
+    year: "numeric", month: "short", day: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
+  });
+  const steps = [
+    ["year", 365 * 86400], ["month", 30 * 86400], ["week", 7 * 86400],
+    ["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1],
+  ];
+
+  function ago(date, now = Date.now()) {
+    const seconds = (date.getTime() - now) / 1000;
+    if (Math.abs(seconds) < 5) return "just now";
+    for (const [unit, size] of steps) {
+      if (Math.abs(seconds) >= size || unit === "second") {
+        return relative.format(Math.round(seconds / size), unit);
+      }
+    }
+    return "";
+  }
+
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "";
+    if (seconds < 10) return `${seconds.toFixed(1)} s`;
+    if (seconds < 60) return `${Math.round(seconds)} s`;
+    const whole = Math.round(seconds);
+    const h = Math.floor(whole / 3600), m = Math.floor((whole % 3600) / 60), s = whole % 60;
+    if (h) return `${h} h ${String(m).padStart(2, "0")} min`;
+    return `${m} min ${String(s).padStart(2, "0")} s`;
+  }
+
+  function bytes(count) {
+    if (count === null || count === undefined) return "";
+    if (count < 1000) return `${count} ${count === 1 ? "byte" : "bytes"}`;
+    const units = ["kB", "MB", "GB", "TB"];
+    let value = count, unit = -1;
+    while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
+    return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+  }
+
+  function plural(count, one, many) {
+    return `${count.toLocaleString()} ${count === 1 ? one : (many || one + "s")}`;
+  }
+
+  return { ago, duration, bytes, plural, exact };
+})();
+
+function showTimes(root = document) {
+  for (const node of root.querySelectorAll("time[datetime][data-style]")) {
+    const when = new Date(node.getAttribute("datetime"));
+    if (Number.isNaN(when.getTime())) continue;
+    node.title = Format.exact.format(when);
+    if (node.dataset.style === "exact") node.textContent = Format.exact.format(when);
+    else node.textContent = Format.ago(when);
+  }
+}
+
+// Destructive actions confirm in a dialog; without this script the server asks on a page.
+function confirmForms(root = document) {
+  for (const form of root.querySelectorAll("form[data-confirm]")) {
+    if (form.dataset.confirmBound) continue;
+    form.dataset.confirmBound = "1";
+    form.addEventListener("submit", (event) => {
+      if (form.dataset.confirmed === "1") return;
+      event.preventDefault();
+      ask(form.dataset.confirm, form.dataset.confirmAction || "Confirm").then((yes) => {
+        if (!yes) return;
+        const field = form.querySelector("input[name=confirmed]");
+        if (field) field.value = "yes";
+        form.dataset.confirmed = "1";
+        form.requestSubmit ? form.requestSubmit() : form.submit();
+      });
+    });
+  }
+}
+
+function ask(question, action) {
+  return new Promise((resolve) => {
+    const dialog = document.createElement("dialog");
+    dialog.className = "confirm";
+    dialog.setAttribute("aria-labelledby", "confirm-question");
+    const text = document.createElement("p");
+    text.id = "confirm-question";
+    text.textContent = question;
+    const buttons = document.createElement("div");
+    buttons.className = "row";
+    const keep = document.createElement("button");
+    keep.type = "button";
+    keep.textContent = "Keep it";
+    const go = document.createElement("button");
+    go.type = "button";
+    go.className = "danger";
+    go.textContent = action;
+    buttons.append(keep, go);
+    dialog.append(text, buttons);
+    document.body.append(dialog);
+    const finish = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
+    keep.addEventListener("click", () => finish(false));
+    go.addEventListener("click", () => finish(true));
+    dialog.addEventListener("cancel", () => finish(false));
+    dialog.showModal();
+    keep.focus();
+  });
+}
+
+function copyButtons(root = document) {
+  for (const button of root.querySelectorAll("button[data-copy]")) {
+    if (button.dataset.copyBound) continue;
+    button.dataset.copyBound = "1";
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      const target = document.getElementById(button.dataset.copy);
+      if (!target) return;
+      try {
+        await navigator.clipboard.writeText(target.textContent.trim());
+        button.textContent = "Copied";
+      } catch (_) {
+        const range = document.createRange();
+        range.selectNodeContents(target);
+        const selection = window.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+        button.textContent = "Selected: press Ctrl+C";
+      }
+      setTimeout(() => { button.textContent = "Copy"; }, 2000);
+    });
+  }
+}
+
+function autoSubmit(root = document) {
+  for (const control of root.querySelectorAll("[data-autosubmit]")) {
+    control.addEventListener("change", () => control.form.submit());
+    const fallback = control.form.querySelector("[data-autosubmit-fallback]");
+    if (fallback) fallback.hidden = true;
+  }
+}
+
+// The person's own time zone, stated beside timestamp pickers (which take UTC).
+function zoneNotes(root = document) {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  for (const note of root.querySelectorAll("[data-local-zone]")) {
+    if (zone && zone !== "UTC") note.textContent = ` (your time zone is ${zone})`;
+  }
+}
+
+function enhance(root = document) {
+  showTimes(root);
+  confirmForms(root);
+  copyButtons(root);
+  zoneNotes(root);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  enhance();
+  autoSubmit();
+  setInterval(() => showTimes(), 30000);
+});
+
+window.Reportexport = { Format, enhance, showTimes };

@@ -1,0 +1,167 @@
+"""The dashboard's frame: templates, navigation, pages, problem pages and pagination.
+
+A page is `page(request, "name.html", user, **context)`: the layout gives every page the same
+navigation, flash message, CSRF token and scripts. A section is added to the navigation by a
+line in `NAV` (operators' sections say so); a list gets cursor pagination from `Pager`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from reportexport.api.deps import parts
+from reportexport.dashboard import format as fmt
+from reportexport.dashboard.session import CSRF_FIELD, csrf_token, forget_flash, take_flash
+from reportexport.records import User
+
+
+@dataclass(frozen=True, kw_only=True)
+class NavItem:
+    label: str
+    href: str
+    operators_only: bool = False
+    signed_in_only: bool = True
+
+
+# The sections of the dashboard, in order. Schedules and the operators' pages join here.
+NAV: list[NavItem] = [
+    NavItem(label="Exports", href="/jobs"),
+    NavItem(label="New export", href="/exports/new"),
+    NavItem(label="Lifecycle", href="/lifecycle", signed_in_only=False),
+    NavItem(label="API", href="/docs", signed_in_only=False),
+]
+
+templates = Jinja2Templates(
+    env=Environment(
+        loader=FileSystemLoader(str(resources.files("reportexport.dashboard") / "templates")),
+        autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+)
+templates.env.filters.update(fmt.FILTERS)
+
+
+def nav_for(user: User | None) -> list[NavItem]:
+    return [
+        item
+        for item in NAV
+        if (user is not None or not item.signed_in_only)
+        and (not item.operators_only or (user is not None and user.role == "operator"))
+    ]
+
+
+def current_section(path: str) -> str:
+    """The navigation entry a path belongs to (the longest prefix)."""
+    matches = [item.href for item in NAV if path == item.href or path.startswith(item.href + "/")]
+    if path.startswith("/jobs"):
+        matches.append("/jobs")
+    return max(matches, key=len, default="")
+
+
+def page(
+    request: Request, name: str, user: User | None, *, status: int = 200, **context: Any
+) -> HTMLResponse:
+    graph = parts(request).graph
+    shown = take_flash(request)
+    response = templates.TemplateResponse(
+        request,
+        name,
+        {
+            "user": user,
+            "nav": nav_for(user),
+            "section": current_section(request.url.path),
+            "states": graph.states,
+            "terminal": graph.terminal,
+            "initial": graph.initial,
+            "csrf_field": CSRF_FIELD,
+            "csrf": csrf_token(request) if user is not None else "",
+            "flash": shown,
+            **context,
+        },
+        status_code=status,
+    )
+    if shown is not None:
+        forget_flash(response)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def problem_page(
+    request: Request,
+    user: User | None,
+    status: int,
+    title: str,
+    detail: str,
+    *,
+    actions: list[tuple[str, str]] | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    """A refusal in the dashboard's own style, with ways forward (label, href)."""
+    forward = actions if actions is not None else [("Back to your exports", "/jobs")]
+    if user is None and actions is None:
+        forward = [("Sign in", "/sign-in")]
+    return page(
+        request,
+        "problem.html",
+        user,
+        status=status,
+        title=title,
+        detail=detail,
+        actions=forward,
+        **context,
+    )
+
+
+def to_sign_in(request: Request) -> RedirectResponse:
+    """Signed out: to the sign-in page, which brings the person back here afterwards."""
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.method not in ("GET", "HEAD"):  # a form's address is no page to come back to
+        target = request.headers.get("referer", "/jobs").removeprefix(str(request.base_url)[:-1])
+        target = safe_next(target)
+    query = urlencode({"next": target}) if target not in ("/", "/jobs") else ""
+    return RedirectResponse("/sign-in" + (f"?{query}" if query else ""), status_code=303)
+
+
+def safe_next(target: str) -> str:
+    """A place on this site to go after signing in (never another site)."""
+    if target.startswith("/") and not target.startswith(("//", "/\\")) and target.isprintable():
+        return target
+    return "/jobs"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pager:
+    """Cursor pagination of a list: the link to the next page and back to the first."""
+
+    next_href: str | None
+    first_href: str | None
+    shown: int
+
+    @classmethod
+    def of(
+        cls, request: Request, next_cursor: int | None, shown: int, *, cursor_param: str = "cursor"
+    ) -> Pager:
+        query = [(k, v) for k, v in request.query_params.multi_items() if k != cursor_param]
+        path = request.url.path
+        next_href = None
+        if next_cursor is not None:
+            next_href = f"{path}?{urlencode([*query, (cursor_param, str(next_cursor))])}"
+        first_href = None
+        if cursor_param in request.query_params:
+            first_href = f"{path}?{urlencode(query)}" if query else path
+        return cls(next_href=next_href, first_href=first_href, shown=shown)
+
+
+def sort_href(request: Request, key: str, value: str) -> str:
+    """The list sorted by `value` (the cursor starts again)."""
+    query = [(k, v) for k, v in request.query_params.multi_items() if k not in (key, "cursor")]
+    return f"{request.url.path}?{urlencode([*query, (key, value)])}"
