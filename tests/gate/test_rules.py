@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from reportexport.gate.lexicon import (
+from frozen_lifecycle.gate.lexicon import (
     FORBIDDEN_ALIAS,
     NO_SOURCE_STATE,
     NOT_INITIAL,
@@ -20,11 +20,11 @@ from reportexport.gate.lexicon import (
     WRONG_ACTOR,
     Lexicon,
 )
-from reportexport.gate.python_rules import EFFECT_HANDLERS, PythonRules
-from reportexport.gate.sources import JSON, MARKDOWN, SCRIPT, SQL, TEMPLATE, TEXT, YAML
-from reportexport.gate.states import STATES_DRIFT
-from reportexport.gate.text_rules import TextRules
-from reportexport.graph import load_graph
+from frozen_lifecycle.gate.python_rules import EFFECT_HANDLERS, PythonRules
+from frozen_lifecycle.gate.sources import JSON, MARKDOWN, SCRIPT, SQL, TEMPLATE, TEXT, YAML
+from frozen_lifecycle.gate.states import STATES_DRIFT
+from frozen_lifecycle.gate.text_rules import TextRules
+from frozen_lifecycle.graph import load_graph
 from tests.conftest import FIXTURE_PATH
 
 LEXICON = Lexicon.of(load_graph(FIXTURE_PATH))

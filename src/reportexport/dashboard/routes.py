@@ -17,12 +17,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from frozen_lifecycle.render import TABLE_HEADER, decision_rows, render_svg
 from reportexport.api.deps import SESSION_COOKIE, AppParts, parts, signed_in
 from reportexport.api.problems import status_of
 from reportexport.job_status import CANCELS, TransitionError
 from reportexport.parameters import ParameterError, single_values
 from reportexport.records import Job, User
-from reportexport.render import TABLE_HEADER, decision_rows, render_svg
 from reportexport.services.errors import NotFoundError, ServiceError
 from reportexport.services.exports import MAX_ID, JobView
 from reportexport.text import quoted

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from reportexport.gate.lexicon import Hit
+from frozen_lifecycle.gate.lexicon import Hit
 
 STATES_DRIFT = "states-drift"
 STATES_MISSING = "states-missing"
