@@ -1,9 +1,11 @@
 """The `frozen-lifecycle` command: the frozen job status graph in any repository.
 
-Every command takes the fixture from `--graph`, else the configuration's `graph`, else
-`$FROZEN_LIFECYCLE_GRAPH`, else contracts/job-status-graph.json under the root, and imports
-nothing but the standard library. `add_commands` lends the same commands to another program's
-parser (`reportexport gate`, `graph` and `generate` are these).
+`gate` fails when anything drifts from the fixture, `graph` draws it, `sql` prints its database
+guards, `init` writes the case study's starting point into a repository and `generate` rewrites
+what is generated from the fixture. Every command takes the fixture from `--graph`, else the
+configuration's `graph`, else `$FROZEN_LIFECYCLE_GRAPH`, else contracts/job-status-graph.json
+under the root, and imports nothing but the standard library. `add_commands` lends the same
+commands to another program's parser (`reportexport gate`, `graph` and `generate` are these).
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ from typing import Any
 from frozen_lifecycle import __version__, gate, generated
 from frozen_lifecycle.gate.config import Config, ConfigError, load_config
 from frozen_lifecycle.graph import DEFAULT_FIXTURE, GRAPH_ENV, Graph, InvalidGraphError, load_graph
+from frozen_lifecycle.init import LANGUAGES, InitError, Layout, init, next_steps
+from frozen_lifecycle.provenance import Provenance
 from frozen_lifecycle.render import RENDERERS
+from frozen_lifecycle.sql import DIALECTS, guards_sql, tables_sql
 from frozen_lifecycle.typed_names import render_typed_names
 
 EXIT_USAGE = 2
+COMMANDS = ("gate", "graph", "sql", "init", "generate")
 
 
 def build_parser(prog: str = "frozen-lifecycle") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_commands(commands)
+    add_commands(commands, names=COMMANDS)
     return p
 
 
@@ -36,7 +42,7 @@ def add_commands(
     *,
     graph_envs: Sequence[str] = (GRAPH_ENV,),
     graph_fallback: Path | None = None,
-    names: Sequence[str] = ("gate", "graph", "generate"),
+    names: Sequence[str] = ("gate", "graph", "sql", "init", "generate"),
 ) -> None:
     """Add the toolkit's commands (those of `names`) to a sub-parser action; each sets
     `toolkit`, the function that runs it."""
@@ -50,6 +56,45 @@ def add_commands(
         _graph_options(graph_cmd, options)
         graph_cmd.add_argument("--format", choices=sorted(RENDERERS), default="table")
         graph_cmd.set_defaults(toolkit=cmd_graph)
+    if "sql" in names:
+        sql_cmd = commands.add_parser(
+            "sql", help="print the database guards of the fixture, for a migration of your own"
+        )
+        _graph_options(sql_cmd, options)
+        sql_cmd.add_argument("--dialect", required=True, choices=DIALECTS)
+        sql_cmd.add_argument(
+            "--notify-channel",
+            metavar="NAME",
+            help="PostgreSQL: NOTIFY this channel of each change no worker made "
+            "(default: the configuration's notify-channel, else none)",
+        )
+        sql_cmd.add_argument(
+            "--tables",
+            action="store_true",
+            help="print instead the smallest tables the guards work on, to start from",
+        )
+        sql_cmd.set_defaults(toolkit=cmd_sql)
+    if "init" in names:
+        init_cmd = commands.add_parser(
+            "init",
+            help="write the starter fixture, the case study's contract tests and a CI workflow",
+        )
+        init_cmd.add_argument("--root", default=".", help="repository root (default: here)")
+        init_cmd.add_argument("--language", required=True, choices=LANGUAGES)
+        init_cmd.add_argument(
+            "--fixture", default=DEFAULT_FIXTURE, metavar="PATH", help="the fixture's path"
+        )
+        init_cmd.add_argument(
+            "--module",
+            metavar="PATH",
+            help="the module under contract (default: src/job-status.js, src/job_status.py; "
+            "in Python a dotted name imports an installed module instead)",
+        )
+        init_cmd.add_argument("--tests", metavar="PATH", help="where the contract tests go")
+        init_cmd.add_argument(
+            "--force", action="store_true", help="overwrite the tests and the workflow"
+        )
+        init_cmd.set_defaults(toolkit=cmd_init)
     if "generate" in names:
         generate_cmd = commands.add_parser(
             "generate", help="rewrite the files and README regions generated from the fixture"
@@ -101,6 +146,39 @@ def cmd_generate(args: argparse.Namespace) -> int:
     artifacts = generated.artifacts(config.targets())
     for path in dict.fromkeys(generated.write(graph, root, artifacts)):
         print(f"wrote {path}")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    if args.tables:
+        sys.stdout.write(tables_sql(args.dialect))
+        return 0
+    config = _config(args)
+    graph = _graph(args, config)
+    provenance = Provenance(
+        fixture=config.targets().provenance.fixture,
+        command=f"frozen-lifecycle sql --dialect {args.dialect}",
+    )
+    channel = args.notify_channel or config.notify_channel
+    sys.stdout.write(guards_sql(graph, args.dialect, provenance=provenance, notify_channel=channel))
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    layout = Layout(
+        language=args.language, fixture=args.fixture, module=args.module, tests=args.tests
+    )
+    try:
+        written = init(root, layout, force=args.force)
+    except InitError as exc:
+        print(f"frozen-lifecycle init: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for item in written:
+        print(f"kept {item.path} (it exists)" if item.kept else f"wrote {item.path}")
+    print("next:")
+    for step in next_steps(root, layout):
+        print(f"  {step}")
     return 0
 
 

@@ -344,3 +344,122 @@ def guards_sql(
     if dialect == "sqlite":
         return sqlite_graph_sql(graph, provenance=provenance)
     raise ValueError(f"no guards for dialect {dialect!r}: choose one of {', '.join(DIALECTS)}")
+
+
+_SQLITE_TABLES = f"""\
+-- The tables the guards of `frozen-lifecycle sql --dialect sqlite` expect, at their smallest:
+-- add your own columns to jobs, job_history and job_side_effects as you need.
+CREATE TABLE IF NOT EXISTS job_states (
+  status TEXT PRIMARY KEY,
+  is_initial INTEGER NOT NULL,
+  is_terminal INTEGER NOT NULL,
+  position INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_transitions (
+  from_status TEXT NOT NULL,
+  to_status TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  PRIMARY KEY (from_status, to_status)
+);
+CREATE TABLE IF NOT EXISTS job_state_effects (
+  status TEXT NOT NULL,
+  effect TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (status, effect)
+);
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY,
+  status TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT ({SQLITE_NOW}),
+  updated_at TEXT NOT NULL DEFAULT ({SQLITE_NOW}),
+  finished_at TEXT,
+  -- The intent of a status change, set in the same UPDATE as the status: the guard records it
+  -- in job_history and clears it, so the next change must name its own actor.
+  change_actor TEXT,
+  change_person TEXT,
+  change_reason TEXT,
+  change_worker TEXT
+);
+CREATE TABLE IF NOT EXISTS job_history (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  from_status TEXT NOT NULL,
+  to_status TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  person TEXT,
+  reason TEXT,
+  worker TEXT,
+  at TEXT NOT NULL DEFAULT ({SQLITE_NOW})
+);
+CREATE TABLE IF NOT EXISTS job_side_effects (
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  status TEXT NOT NULL,
+  effect TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT ({SQLITE_NOW}),
+  PRIMARY KEY (job_id, effect)
+);
+"""
+
+_POSTGRES_TABLES = """\
+-- The tables the guards of `frozen-lifecycle sql --dialect postgresql` expect, at their
+-- smallest: add your own columns to jobs, job_history and job_side_effects as you need.
+CREATE TABLE IF NOT EXISTS job_states (
+    status      text PRIMARY KEY,
+    is_initial  boolean NOT NULL,
+    is_terminal boolean NOT NULL,
+    position    integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_transitions (
+    from_status text NOT NULL,
+    to_status   text NOT NULL,
+    actor       text NOT NULL,
+    PRIMARY KEY (from_status, to_status)
+);
+CREATE TABLE IF NOT EXISTS job_state_effects (
+    status   text NOT NULL,
+    effect   text NOT NULL,
+    position integer NOT NULL,
+    PRIMARY KEY (status, effect)
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    status        text NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished_at   timestamptz,
+    -- The intent of a status change, set in the same UPDATE as the status: the guard records
+    -- it in job_history and clears it, so the next change must name its own actor.
+    change_actor  text,
+    change_person text,
+    change_reason text,
+    change_worker text
+);
+CREATE TABLE IF NOT EXISTS job_history (
+    job_id      bigint NOT NULL REFERENCES jobs (id),
+    id          bigint GENERATED ALWAYS AS IDENTITY,
+    from_status text NOT NULL,
+    to_status   text NOT NULL,
+    actor       text NOT NULL,
+    person      text,
+    reason      text,
+    worker      text,
+    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job_id, id)
+);
+CREATE TABLE IF NOT EXISTS job_side_effects (
+    job_id     bigint NOT NULL REFERENCES jobs (id),
+    status     text NOT NULL,
+    effect     text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job_id, effect)
+);
+"""
+
+
+def tables_sql(dialect: str) -> str:
+    """The smallest tables the guards of `dialect` work on: a start for a team's migration."""
+    if dialect == "postgresql":
+        return _POSTGRES_TABLES
+    if dialect == "sqlite":
+        return _SQLITE_TABLES
+    raise ValueError(f"no tables for dialect {dialect!r}: choose one of {', '.join(DIALECTS)}")
