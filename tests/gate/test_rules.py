@@ -119,6 +119,13 @@ def test_a_module_level_states_must_be_the_fixtures() -> None:
     assert facts.states_defined
 
 
+def test_states_read_from_the_fixtures_json_by_key_are_derived() -> None:
+    """`GRAPH["states"]` reads the states out of the fixture: the key is no state of its own;
+    a word added beside them still is."""
+    assert python_hits('STATES = tuple(GRAPH["states"])') == []
+    assert python_hits('STATES = (*GRAPH["states"], "paused")') == [(1, STATES_DRIFT)]
+
+
 # -- Python: status words reached through names -----------------------------------------------
 
 STATUS_THROUGH_NAMES = {

@@ -120,6 +120,7 @@ def test_init_writes_the_fixture_the_tests_and_the_workflow(
         "wrote tests/test_job_status_graph.py",
         "wrote .github/workflows/frozen-lifecycle.yml",
     ]
+    assert "  commit contracts/job-status-graph.json on its own first: " in out
     assert "write src/job_status.py: it exports STATES, can_transition and apply_transition" in out
     fixture = root / "contracts" / "job-status-graph.json"
     assert fixture.read_bytes() == starter_fixture.read_bytes()

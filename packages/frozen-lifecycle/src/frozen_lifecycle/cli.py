@@ -177,7 +177,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     for item in written:
         print(f"kept {item.path} (it exists)" if item.kept else f"wrote {item.path}")
     print("next:")
-    for step in next_steps(root, layout):
+    fixture_written = any(item.path == layout.fixture and not item.kept for item in written)
+    for step in next_steps(root, layout, fixture_written=fixture_written):
         print(f"  {step}")
     return 0
 

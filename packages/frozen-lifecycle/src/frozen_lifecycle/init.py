@@ -163,9 +163,14 @@ def _write(target: Path, text: str) -> None:
     target.write_text(text, encoding="utf-8")
 
 
-def next_steps(root: Path, layout: Layout) -> list[str]:
+def next_steps(root: Path, layout: Layout, *, fixture_written: bool = False) -> list[str]:
     """What is left to do, in the case study's order."""
     steps = []
+    if fixture_written:
+        steps.append(
+            f"commit {layout.fixture} on its own first: the gate's --commits check wants a "
+            "lifecycle change alone in its commit"
+        )
     if not (root / layout.module_path).exists():
         names = (
             "STATES, canTransition and applyTransition"
