@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import reportexport
 from frozen_lifecycle.gate.config import load_config
 from frozen_lifecycle.generated import (
     Drift,
@@ -36,6 +37,9 @@ GRAPH = load_graph(FIXTURE_PATH)
 TYPED_NAMES_PATH = "src/reportexport/lifecycle.py"
 # What this repository keeps generated, as its pyproject.toml says.
 CONFIG = load_config(REPO_ROOT)
+# The checkout the exporter is imported from (under ./scripts/mutate, where REPO_ROOT is a copy
+# whose src is the toolkit's, the exporter's files are still there).
+EXPORTER_ROOT = Path(str(reportexport.__file__)).parents[2]
 ARTIFACTS = artifacts(CONFIG.targets())
 REGENERATE = "reportexport generate"
 
@@ -68,7 +72,7 @@ def fenced(graph: Graph) -> str:
 
 
 def test_the_committed_typed_names_are_what_the_fixture_generates() -> None:
-    committed = (REPO_ROOT / TYPED_NAMES_PATH).read_text(encoding="utf-8")
+    committed = (EXPORTER_ROOT / TYPED_NAMES_PATH).read_text(encoding="utf-8")
     assert render_typed_names(GRAPH, provenance=PROVENANCE) == committed
 
 
@@ -81,7 +85,7 @@ def test_the_configuration_names_what_the_job_store_applies() -> None:
     assert targets.notify_channel == guards.NOTIFY_CHANNEL
     assert targets.provenance == PROVENANCE
     for dialect, path in (("sqlite", SQLITE_PATH), ("postgres", POSTGRES_PATH)):
-        committed = (REPO_ROOT / path).read_text(encoding="utf-8")
+        committed = (EXPORTER_ROOT / path).read_text(encoding="utf-8")
         assert guards.GRAPH_SQL[dialect](GRAPH) == committed, path
 
 
@@ -90,6 +94,16 @@ def test_the_postgres_listener_waits_on_the_channel_the_guard_notifies() -> None
 
     assert postgres.NOTIFY_CHANNEL == guards.NOTIFY_CHANNEL
     assert f"pg_notify('{guards.NOTIFY_CHANNEL}', " in guards.postgres_sql(GRAPH)
+
+
+def test_a_name_of_two_words_is_one_title_in_the_typed_names() -> None:
+    """`From<State>By<Actor>` spells each word of a name with a capital, underscores dropped."""
+    document = copy.deepcopy(json.loads(FIXTURE_PATH.read_text(encoding="utf-8")))
+    document["states"].append("in_review")
+    document["terminal"].append("in_review")
+    document["transitions"].append({"from": "running", "to": "in_review", "actor": "review_bot"})
+    text = render_typed_names(build_graph(document))
+    assert '\nFromRunningByReviewBot = Literal["in_review"]\n' in text
 
 
 def test_another_repository_keeps_the_readme_regions_by_default() -> None:
@@ -127,19 +141,20 @@ def test_typed_names_follow_a_changed_graph() -> None:
 
 
 def test_the_artifacts_are_the_readme_regions_and_three_files() -> None:
-    assert [(type(a).__name__, a.path) for a in ARTIFACTS] == [
+    kept = artifacts(CONFIG.targets())  # built here, not at import, so its mutants are seen
+    assert [(type(a).__name__, a.path) for a in kept] == [
         ("Region", "README.md"),
         ("Region", "README.md"),
         ("GeneratedFile", SQLITE_PATH),
         ("GeneratedFile", POSTGRES_PATH),
         ("GeneratedFile", TYPED_NAMES_PATH),
     ]
-    assert artifact_paths(ARTIFACTS) == {"README.md", SQLITE_PATH, POSTGRES_PATH, TYPED_NAMES_PATH}
-    regions = [a for a in ARTIFACTS if isinstance(a, Region)]
+    assert artifact_paths(kept) == {"README.md", SQLITE_PATH, POSTGRES_PATH, TYPED_NAMES_PATH}
+    regions = [a for a in kept if isinstance(a, Region)]
     assert [r.name for r in regions] == ["graph-table", "graph-mermaid"]
     assert regions[0].render(GRAPH) == render_table(GRAPH)
     assert regions[1].render(GRAPH) == fenced(GRAPH)
-    files = [a for a in ARTIFACTS if isinstance(a, GeneratedFile)]
+    files = [a for a in kept if isinstance(a, GeneratedFile)]
     assert files[0].render(GRAPH) == guards.sqlite_sql(GRAPH)
     assert files[1].render(GRAPH) == guards.postgres_sql(GRAPH)
     assert files[2].render(GRAPH) == render_typed_names(GRAPH, provenance=PROVENANCE)
@@ -206,7 +221,7 @@ def test_write_leaves_a_missing_readme_missing(tmp_path: Path) -> None:
 
 def test_write_leaves_a_readme_without_markers_as_it_is(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("# Title\n\nNo regions.\n", encoding="utf-8")
-    assert "README.md" not in write(GRAPH, tmp_path)
+    assert write(GRAPH, tmp_path) == [SQLITE_PATH, POSTGRES_PATH, TYPED_NAMES_PATH]
     assert (tmp_path / "README.md").read_text(encoding="utf-8") == "# Title\n\nNo regions.\n"
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from frozen_lifecycle.graph import (
-    FIXTURE_NAME,
     SCHEMA_NAME,
     Edge,
     InvalidGraphError,
@@ -23,8 +22,6 @@ from frozen_lifecycle.graph import (
     schema_text,
     structural_defects,
 )
-from reportexport import fixture as fixture_module
-from reportexport.fixture import default_fixture_path
 from tests.conftest import FIXTURE_PATH, REPO_ROOT, TOOLKIT_SRC
 
 
@@ -93,12 +90,6 @@ def test_a_refused_file_is_named_in_the_error(tmp_path: Path) -> None:
     assert str(raised.value).startswith(f"{broken}: invalid job status graph: not JSON: ")
 
 
-def test_without_a_setting_the_checkouts_fixture_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("REPORTEXPORT_GRAPH", raising=False)
-    assert default_fixture_path() == REPO_ROOT / "contracts" / FIXTURE_NAME
-    assert load_graph(default_fixture_path()) == load_graph(FIXTURE_PATH)
-
-
 def test_the_schema_is_the_toolkits_package_data() -> None:
     """The JSON Schema lives beside the toolkit's modules, so a wheel, an editable install and
     a bare `PYTHONPATH` all read the same file."""
@@ -106,18 +97,6 @@ def test_the_schema_is_the_toolkits_package_data() -> None:
     assert schema_text() == beside.read_text(encoding="utf-8")
     assert load_schema() == json.loads(beside.read_text(encoding="utf-8"))
     assert not (REPO_ROOT / "contracts" / SCHEMA_NAME).exists()
-
-
-def test_an_installed_copy_wins_over_the_checkouts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The exporter's wheel carries its fixture as package data under contracts/."""
-    (tmp_path / "contracts").mkdir()
-    (tmp_path / "contracts" / FIXTURE_NAME).write_text("{}", encoding="utf-8")
-    packages = {"reportexport": tmp_path}
-    monkeypatch.setattr(fixture_module.resources, "files", packages.__getitem__)
-    monkeypatch.delenv("REPORTEXPORT_GRAPH", raising=False)
-    assert default_fixture_path() == tmp_path / "contracts" / FIXTURE_NAME
 
 
 def test_every_defect_is_in_the_message_in_order() -> None:

@@ -163,7 +163,7 @@ def _mutmut_config(target: Target, root: Path) -> str:
         + "\n[tool.mutmut]\n"
         + 'source_paths = ["src"]\n'
         + f'only_mutate = ["{target.mutmut_path}"]\n'
-        + 'also_copy = ["contracts"]\n'
+        + 'also_copy = ["contracts", "packages"]\n'
         + f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}\n"
         + 'pytest_add_cli_args = ["-p", "no:cacheprovider"]\n'
         + "use_git_change_detection = false\n"
