@@ -61,3 +61,18 @@ def test_the_pre_commit_hooks_run_the_standard_library_gate_without_installing()
     script = REPO_ROOT / "packages" / "frozen-lifecycle" / "pre-commit-gate"
     assert script.stat().st_mode & 0o111
     assert 'exec "$python" -S -m frozen_lifecycle gate "$@"' in script.read_text()
+
+
+def _shared(text: str) -> str:
+    begin, end = "<!-- BEGIN SHARED: gate-checks -->\n", "<!-- END SHARED: gate-checks -->"
+    assert text.count(begin) == 1
+    return text[text.index(begin) : text.index(end)]
+
+
+def test_both_readmes_document_the_gate_in_the_same_words() -> None:
+    """The gate's rules, configuration, pragma and JavaScript support are written once and
+    shown twice: in this README, and in the toolkit's for those who only install it."""
+    ours = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    toolkit = (REPO_ROOT / "packages" / "frozen-lifecycle" / "README.md").read_text()
+    assert _shared(ours) == _shared(toolkit)
+    assert "### What it checks" in _shared(ours)
