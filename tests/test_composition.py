@@ -23,6 +23,7 @@ GRAPH_PLACES = {
     (TOOLKIT, "graph.py", "parse_graph"),
     (TOOLKIT, "transitions.py", "load"),
     (TOOLKIT, "cli.py", "_graph"),
+    (TOOLKIT, "init.py", "init"),
     (TOOLKIT, "gate/__init__.py", "run"),
     (TOOLKIT, "gate/commits.py", "_matches_fixture"),
 }
