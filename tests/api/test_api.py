@@ -431,3 +431,27 @@ def test_reads_answer_while_another_process_holds_the_write_lock(api: dict[str, 
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_a_webhook_test_answers_in_seconds_when_the_name_does_not_resolve(
+    api: dict[str, Any],
+) -> None:
+    """A person waits for a test delivery: a resolver that hangs is cut short, and said so."""
+    import time
+
+    from reportexport.services.exports import Acting
+    from reportexport.services.webhooks import TEST_RESOLVE_SECONDS, WebhookService
+
+    def hanging(host: str, port: int) -> list[str]:
+        time.sleep(TEST_RESOLVE_SECONDS + 10)
+        return ["93.184.216.34"]
+
+    db: Database = api["db"]
+    service = WebhookService(endpoints=db.endpoints, users=db.users, resolver=hanging)
+    alice = Acting(name="alice", role="user")
+    endpoint = service.add(alice, "https://hooks.example.com/in")
+    started = time.monotonic()
+    tested = service.test(alice, endpoint.id)
+    assert time.monotonic() - started < TEST_RESOLVE_SECONDS + 6
+    assert not tested.delivered
+    assert tested.problem == f"the host name did not resolve within {TEST_RESOLVE_SECONDS:g} s"

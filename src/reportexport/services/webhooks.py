@@ -8,6 +8,7 @@ every address the name resolves to.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import uuid
 from collections.abc import Callable
@@ -38,6 +39,11 @@ from reportexport.webhooks.ssrf import (
 
 MAX_URL_LENGTH = 2000
 MAX_OVERLAP_HOURS = 720
+
+
+TEST_RESOLVE_SECONDS = 2.0
+TEST_STEP_SECONDS = 3.0
+_TEST_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-test")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,15 +137,23 @@ class WebhookService:
         endpoint = self.endpoint(person, endpoint_id)
         now = self.clock()
         body = json.dumps({"type": "webhook.test", "timestamp": now.isoformat(), "data": {}})
+        # A person waits for this answer: the name gets TEST_RESOLVE_SECONDS to resolve (the
+        # system resolver has no timeout of its own) and each step of the request
+        # TEST_STEP_SECONDS, so the whole test ends well within a client's patience.
+        checking = _TEST_POOL.submit(
+            check_destination, endpoint.url, resolver=self.resolver,
+            allow_private=self.allow_private,
+        )  # fmt: skip
         try:
-            destination = check_destination(
-                endpoint.url, resolver=self.resolver, allow_private=self.allow_private
-            )
+            destination = checking.result(timeout=TEST_RESOLVE_SECONDS)
         except UnsafeDestinationError as exc:
             return TestDelivery(delivered=False, response_status=None, problem=str(exc))
+        except concurrent.futures.TimeoutError:
+            problem = f"the host name did not resolve within {TEST_RESOLVE_SECONDS:g} s"
+            return TestDelivery(delivered=False, response_status=None, problem=problem)
         message_id = f"msg_test_{uuid.uuid4().hex}"
         headers = signed_headers(endpoint.secrets(now), message_id, now, body)
-        with httpx.Client(timeout=10.0, follow_redirects=False) as client:
+        with httpx.Client(timeout=TEST_STEP_SECONDS, follow_redirects=False) as client:
             answer = send(client, destination, headers, body)
         return TestDelivery(
             delivered=answer.ok, response_status=answer.status, problem=answer.error
