@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = _command(commands, "audit", "what operators did: who, what, which object, when")
     _service_options(audit)
-    audit.add_argument("--actor", help="only this operator's actions")
+    audit.add_argument("--person", help="only this operator's actions")
     audit.add_argument("--action", help="only this action (redrive_side_effect, ...)")
     audit.add_argument("--limit", type=int, default=50, help="newest first, this many")
 

@@ -287,13 +287,15 @@ def cmd_effects_given_up(runtime: Runtime, args: argparse.Namespace) -> int:
 
 def cmd_audit(runtime: Runtime, args: argparse.Namespace) -> int:
     """The operators' audit, newest first."""
-    page = runtime.operators.audit(SHELL, actor=args.actor, action=args.action, limit=args.limit)
+    page = runtime.operators.audit(
+        SHELL, operator=args.person, action=args.action, limit=args.limit
+    )
     if not page.records:
         print("no operator action is recorded yet")
     for entry in page.records:
         what = f"{entry.action} {entry.object_kind} {entry.object_id}"
         detail = f": {printable(entry.detail)}" if entry.detail else ""
-        print(f"{entry.at:%Y-%m-%d %H:%M:%S} {printable(entry.actor):16} {what}{detail}")
+        print(f"{entry.at:%Y-%m-%d %H:%M:%S} {printable(entry.person):16} {what}{detail}")
     return 0
 
 

@@ -235,7 +235,7 @@ class AuditEntry:
     """An operator's action as a service hands it to the store, which writes it in the
     action's own transaction. An empty `object_id` names the row the action creates."""
 
-    actor: str
+    person: str  # the operator who acted ("command line" for the shell)
     action: AuditAction
     object_kind: AuditObject
     object_id: str = ""
@@ -248,7 +248,7 @@ class AuditRecord:
 
     id: int
     at: datetime
-    actor: str
+    person: str
     action: str
     object_kind: str
     object_id: str
@@ -257,7 +257,7 @@ class AuditRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class AuditFilter:
-    actor: str | None = None
+    person: str | None = None
     action: str | None = None
     object_kind: str | None = None
     object_id: str | None = None

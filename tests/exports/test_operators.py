@@ -52,7 +52,7 @@ def runtime(db: Database, sources_dir: Path, local_objects: ObjectStore) -> Runt
 
 def audit(runtime: Runtime) -> list[tuple[str, str, str]]:
     page = runtime.operators.audit(OLGA, limit=100)
-    return [(r.actor, r.action, r.object_id) for r in page.records][::-1]
+    return [(r.person, r.action, r.object_id) for r in page.records][::-1]
 
 
 def job(runtime: Runtime, person: Acting = ALICE) -> int:
@@ -175,6 +175,8 @@ def test_people_added_given_tokens_and_revoked_by_an_operator_are_audited(
     assert not people.revoke("carol", by=OLGA)  # nothing happened: nothing recorded
     with pytest.raises(ForbiddenError):
         people.add("mallory", by=ALICE)
+    with pytest.raises(ConflictError, match="your own token"):
+        people.revoke_token("olga", by=OLGA)
     assert people.get("mallory") is None
     assert audit(runtime) == [
         ("olga", "add_person", "carol"),

@@ -22,7 +22,7 @@ def entry(
 ) -> AuditEntry:
     kind = {"redrive_side_effect": "side_effect", "cancel_job": "job"}.get(action, "person")
     return AuditEntry(
-        actor="olga",
+        person="olga",
         action=action,
         object_kind=kind,
         object_id=object_id,  # type: ignore[arg-type]
@@ -47,12 +47,12 @@ def given_up(db: Database, owner: str = "alice") -> int:
 
 def audit(db: Database, **where: object) -> list[tuple[str, str, str]]:
     page = db.audit.entries(AuditFilter(**where))  # type: ignore[arg-type]
-    return [(r.actor, r.action, r.object_id) for r in page.records]
+    return [(r.person, r.action, r.object_id) for r in page.records]
 
 
 def test_the_audit_refuses_update_and_delete(db: Database, raw: RawSql) -> None:
     db.audit.record(entry())
-    rejected(raw, "UPDATE operator_audit SET actor = 'mallory'", "operator_audit is append-only")
+    rejected(raw, "UPDATE operator_audit SET person = 'mallory'", "operator_audit is append-only")
     rejected(raw, "DELETE FROM operator_audit", "operator_audit is append-only")
     if not raw.sqlite:
         rejected(raw, "TRUNCATE operator_audit", "operator_audit is append-only")
@@ -79,15 +79,15 @@ def test_an_action_is_recorded_exactly_when_it_happened(db: Database) -> None:
 def test_an_entry_about_a_new_endpoint_names_its_id(db: Database) -> None:
     added = db.endpoints.add_webhook_endpoint(
         owner=None, url="https://h.example/all", secret="whsec_a",
-        audit=AuditEntry(actor="olga", action="add_webhook_endpoint",
+        audit=AuditEntry(person="olga", action="add_webhook_endpoint",
                          object_kind="webhook_endpoint"),
     )  # fmt: skip
     assert audit(db) == [("olga", "add_webhook_endpoint", str(added.id))]
-    rotate = AuditEntry(actor="olga", action="rotate_webhook_secret",
+    rotate = AuditEntry(person="olga", action="rotate_webhook_secret",
                         object_kind="webhook_endpoint", object_id=str(added.id))  # fmt: skip
     db.endpoints.rotate_webhook_secret(added.id, secret="whsec_b", until=datetime.now(UTC),
                                        audit=rotate)  # fmt: skip
-    disable = AuditEntry(actor="olga", action="disable_webhook_endpoint",
+    disable = AuditEntry(person="olga", action="disable_webhook_endpoint",
                          object_kind="webhook_endpoint", object_id=str(added.id))  # fmt: skip
     assert db.endpoints.disable_webhook_endpoint(added.id, now=datetime.now(UTC), reason="x",
                                                  audit=disable)  # fmt: skip
@@ -112,7 +112,7 @@ def test_the_audit_pages_newest_first_and_filters(db: Database) -> None:
     assert rest.next_cursor is None
     assert [o for _, _, o in audit(db, action="cancel_job")] == ["3", "1"]
     assert audit(db, object_kind="job", object_id="1") == [("olga", "cancel_job", "1")]
-    assert audit(db, actor="someone else") == []
+    assert audit(db, person="someone else") == []
 
 
 def test_side_effects_are_listed_given_up_or_not_yet_completed_with_their_job(
@@ -152,7 +152,7 @@ def test_revoking_a_token_ends_the_sessions_and_keeps_the_person(db: Database, r
     now = datetime.now(UTC)
     for sid in ("s-1", "s-2"):
         db.sessions.start_session(sid, user_id=carol.id, client="x", expires_at=now + timedelta(1))
-    revoke = AuditEntry(actor="olga", action="revoke_token", object_kind="person",
+    revoke = AuditEntry(person="olga", action="revoke_token", object_kind="person",
                         object_id="carol")  # fmt: skip
     assert db.users.revoke_token("carol", now=now, audit=revoke)
     assert not db.users.revoke_token("carol", now=now, audit=revoke)
@@ -225,7 +225,7 @@ def test_the_service_role_appends_to_the_audit_and_cannot_change_it(postgres_url
         assert len(service.audit.entries(AuditFilter()).records) == 1
     with psycopg.connect(service_url, autocommit=True) as conn:
         for statement in (
-            "UPDATE operator_audit SET actor = 'x'",
+            "UPDATE operator_audit SET person = 'x'",
             "DELETE FROM operator_audit",
             "ALTER TABLE operator_audit DISABLE TRIGGER operator_audit_append_only",
         ):

@@ -446,7 +446,7 @@ class ExportService:
         audit = None
         if is_operator(person):
             audit = AuditEntry(
-                actor=person.name,
+                person=person.name,
                 action="cancel_job",
                 object_kind="job",
                 object_id=str(job_id),
@@ -478,9 +478,8 @@ class ExportService:
             except StaleStatusError:
                 refused.append((job_id, "it kept changing while it was being canceled"))
             except TransitionError:
-                now = self.jobs.jobs_by_ids([job_id])
-                status = now[0].status if now else "finished"
-                refused.append((job_id, f"{status} already"))
+                found = self.jobs.jobs_by_ids([job_id])
+                refused.append((job_id, f"{found[0].status} already" if found else "gone"))
             else:
                 canceled.append(job_id)
         return BulkCancel(canceled=canceled, refused=refused)
@@ -495,7 +494,7 @@ class ExportService:
             )
         self.job(person, job_id)
         audit = AuditEntry(
-            actor=person.name,
+            person=person.name,
             action="redrive_side_effect",
             object_kind="side_effect",
             object_id=f"{job_id}/{effect}",

@@ -137,16 +137,16 @@ class OperatorService:
         self,
         person: Person,
         *,
-        actor: str | None = None,
+        operator: str | None = None,
         action: str | None = None,
         object_kind: str | None = None,
         object_id: str | None = None,
         before: int | None = None,
         limit: int = 50,
     ) -> AuditPage:
-        """What operators did, newest first: by whom, which action, which object."""
+        """What operators did, newest first: by whom (`operator`), which action, which object."""
         _operator(person)
-        for field, value in (("actor", actor), ("object_id", object_id)):
+        for field, value in (("operator", operator), ("object_id", object_id)):
             _plain(field, value)
         if action and action not in AUDIT_ACTIONS:
             raise InvalidInputError(
@@ -161,7 +161,7 @@ class OperatorService:
         _cursor_and_limit(before, limit)
         return self.audit_log.entries(
             AuditFilter(
-                actor=actor or None,
+                person=operator or None,
                 action=action or None,
                 object_kind=object_kind or None,
                 object_id=object_id or None,

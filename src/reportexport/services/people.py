@@ -104,6 +104,7 @@ class PeopleService:
         """The person's token stops working and their dashboard sessions end; the person
         stays. False when there is no active person of that name with a working token."""
         audit = self._audit(by, "revoke_token", name, "their dashboard sessions ended")
+        _not_yourself(by, name)
         if unsafe_text(name) is not None:
             return False
         return self.users.revoke_token(name, now=self.clock(), audit=audit)
@@ -112,6 +113,7 @@ class PeopleService:
         """Revoke a person (their token, for good) and end their dashboard sessions; False
         when there is no active person of that name."""
         audit = self._audit(by, "revoke_person", name, "their dashboard sessions ended")
+        _not_yourself(by, name)
         if unsafe_text(name) is not None:
             return False
         return self.users.revoke_user(name, now=self.clock(), audit=audit)
@@ -126,5 +128,15 @@ class PeopleService:
         if not is_operator(by):
             raise ForbiddenError("only operators add people and give or revoke their tokens")
         return AuditEntry(
-            actor=by.name, action=action, object_kind="person", object_id=name, detail=detail
+            person=by.name, action=action, object_kind="person", object_id=name, detail=detail
+        )
+
+
+def _not_yourself(by: Person | None, name: str) -> None:
+    """An operator does not lock themself out: another operator (or the shell) revokes them."""
+    if by is not None and by.name == name:
+        raise ConflictError(
+            "you cannot revoke your own token here; another operator or "
+            f"`reportexport users revoke {name}` can",
+            title="That is you",
         )

@@ -196,7 +196,7 @@ class WebhookService:
         if not is_operator(person):
             return None
         return AuditEntry(
-            actor=person.name,
+            person=person.name,
             action=action,
             object_kind="webhook_endpoint",
             object_id=endpoint_id,

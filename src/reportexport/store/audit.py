@@ -21,7 +21,7 @@ def write_entry(session: Session, entry: AuditEntry, *, created_id: object = Non
     session.rows(
         "record_operator_action",
         {
-            "actor": entry.actor,
+            "person": entry.person,
             "action": entry.action,
             "object_kind": entry.object_kind,
             "object_id": entry.object_id,
@@ -43,7 +43,7 @@ class OperatorAudit:
     def entries(self, where: AuditFilter) -> AuditPage:
         """The audit newest first, `where.limit` at a time."""
         params = {
-            "actor": where.actor,
+            "person": where.person,
             "action": where.action,
             "object_kind": where.object_kind,
             "object_id": where.object_id,

@@ -422,14 +422,14 @@ RETURNING id;
 
 -- record_operator_action --
 -- One operator action, in the action's own transaction; the table refuses UPDATE and DELETE.
-INSERT INTO operator_audit (actor, action, object_kind, object_id, detail)
-VALUES (:actor, :action, :object_kind, :object_id, :detail)
+INSERT INTO operator_audit (person, action, object_kind, object_id, detail)
+VALUES (:person, :action, :object_kind, :object_id, :detail)
 RETURNING id;
 
 -- operator_audit_page --
 -- The audit newest first, keyset-paginated on id below :before; NULL filters match all.
 SELECT * FROM operator_audit
- WHERE (CAST(:actor AS TEXT) IS NULL OR actor = :actor)
+ WHERE (CAST(:person AS TEXT) IS NULL OR person = :person)
    AND (CAST(:action AS TEXT) IS NULL OR action = :action)
    AND (CAST(:object_kind AS TEXT) IS NULL OR object_kind = :object_kind)
    AND (CAST(:object_id AS TEXT) IS NULL OR object_id = :object_id)

@@ -1,4 +1,4 @@
--- What operators did: who, what, to which object, when. Each row is written by the service in
+-- What operators did: who (person), what, to which object, when. Each row is written by the service in
 -- the same transaction as the action it records, and kept for good: no UPDATE, no DELETE, no
 -- TRUNCATE, for any role (the service role has SELECT and INSERT only; the triggers hold for
 -- the owner too). A purge of old jobs leaves it alone: it names objects by id, not by a
@@ -9,7 +9,7 @@
 CREATE TABLE operator_audit (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     at          timestamptz NOT NULL DEFAULT clock_timestamp(),
-    actor       text NOT NULL,               -- the operator ("command line" for the shell)
+    person      text NOT NULL,               -- the operator ("command line" for the shell)
     action      text NOT NULL,               -- redrive_side_effect, rotate_webhook_secret, ...
     object_kind text NOT NULL,               -- side_effect, job, webhook_endpoint, person
     object_id   text NOT NULL,               -- 42/emit_done_webhook, 42, 3, alice
