@@ -329,3 +329,27 @@ def test_run_now_makes_an_export_whose_page_leads_back_to_its_schedule(dash: Any
     gone = post(dash, alice, f"{here}/delete", confirmed="yes")
     assert gone.headers["location"] == "/schedules"
     assert get(dash, alice, here).status_code == 404
+
+
+def test_a_scheduled_exports_timeline_shows_its_firing_and_the_times_it_missed(dash: Any) -> None:
+    alice = signed(dash, "alice")
+    made = post(dash, alice, "/schedules/new", **schedule_form(**{"schedule-relative-day": ""},
+                                                               day="2024-03-05"))  # fmt: skip
+    schedule_id = int(made.headers["location"].rsplit("/", 1)[1])
+    db, runtime = dash["db"], dash["runtime"]
+    three_days_on = datetime.now(UTC) + timedelta(days=3)
+    ScheduleService(schedules=db.schedules, exports=runtime.exports, catalog=dash["catalog"],
+                    clock=lambda: three_days_on).fire_due()  # fmt: skip
+    (firing,) = runtime.schedules.show(Acting(name="alice"), schedule_id).firings
+    assert firing.job_id is not None
+    assert firing.missed == 2
+    page = get(dash, alice, f"/jobs/{firing.job_id}").text
+    reason = page.split('id="created-reason">')[1].split("</td>")[0]
+    assert f'created by <a href="/schedules/{schedule_id}">schedule #{schedule_id}</a>' in reason
+    assert "firing for <time" in reason
+    assert "2 earlier times missed" in reason
+    history = runtime.exports.job(Acting(name="alice"), firing.job_id).detail.history
+    assert history == ()  # creation is not a status change: no history row
+    shown = get(dash, alice, f"/schedules/{schedule_id}").text
+    assert f'href="/jobs/{firing.job_id}">export #{firing.job_id}</a>' in shown
+    assert "2 earlier times skipped" in shown

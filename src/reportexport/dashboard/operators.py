@@ -329,8 +329,7 @@ def rotate_webhook(
         label="The new signing secret",
         secret=endpoint.secret,
         until=until,
-        note="The previous secret signs them too until the time below; give the receiver the "
-        "new one before then.",
+        note="Give it to whoever runs the receiver before then; it cannot be shown again.",
         back=("Back to webhook endpoints", back),
     )
 

@@ -337,7 +337,8 @@ class ExportService:
         rules = self.fairness
         if exc.limit == "max_active":
             return OverLimitError(
-                f"{exc.count} exports of {owner} are queued or running; "
+                f"{exc.count} {'export' if exc.count == 1 else 'exports'} of {owner} "
+                f"{'is' if exc.count == 1 else 'are'} queued or running; "
                 f"at most {exc.maximum} may be at once",
                 limit="max_active",
                 retry_after=10,

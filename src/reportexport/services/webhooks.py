@@ -145,7 +145,7 @@ class WebhookService:
             )
         self.endpoint(person, endpoint_id)
         until = self.clock() + timedelta(hours=overlap_hours)
-        overlap = f"the previous secret signs until {until.isoformat(timespec='seconds')}"
+        overlap = f"the previous secret signs until {until.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
         audit = self._audit(person, "rotate_webhook_secret", str(endpoint_id), overlap)
         try:
             return self.endpoints.rotate_webhook_secret(

@@ -172,8 +172,17 @@ function enhance(root = document) {
   zoneNotes(root);
 }
 
+// On a phone the sections scroll sideways: the current one is kept in view.
+function currentSectionInView() {
+  const current = document.querySelector(".nav [aria-current=page]");
+  if (current && current.parentElement.parentElement.scrollWidth > current.parentElement.parentElement.clientWidth) {
+    current.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   enhance();
+  currentSectionInView();
   autoSubmit();
   setInterval(() => showTimes(), 30000);
 });
