@@ -196,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit = _command(commands, "audit", "what operators did: who, what, which object, when")
     _service_options(audit)
     audit.add_argument("--person", help="only this operator's actions")
-    audit.add_argument("--action", help="only this action (redrive_side_effect, ...)")
+    audit.add_argument(
+        "--action", dest="audit_action", help="only this action (redrive_side_effect, ...)"
+    )
     audit.add_argument("--limit", type=int, default=50, help="newest first, this many")
 
     jobs = commands.add_parser("jobs", help="your exports on a server (over the API)")
