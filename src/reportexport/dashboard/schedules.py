@@ -307,7 +307,20 @@ def _act(
     except NotFoundError:
         return _not_found(request, user, schedule_id)
     except (ConflictError, OverLimitError, InvalidInputError) as exc:
-        return redirect(request, here, "warning", f"{exc.detail[:1].upper()}{exc.detail[1:]}.")
+        said = f"{exc.detail[:1].upper()}{exc.detail[1:]}."
+        if action != "run":
+            return redirect(request, here, "warning", said)
+        refused = problem_page(  # no export was made: say why, as a new export's form does
+            request,
+            user,
+            status_of(exc),
+            exc.title,
+            said,
+            actions=[(f"Back to schedule #{number}", here), ("Your exports", "/jobs")],
+        )
+        if isinstance(exc, OverLimitError):
+            refused.headers["Retry-After"] = str(exc.retry_after)
+        return refused
 
 
 def _done(
