@@ -25,9 +25,10 @@ from pathlib import Path
 
 import psycopg
 
+from frozen_lifecycle.graph import load_graph
 from reportexport.catalog import load_catalog
 from reportexport.exports import new_export
-from reportexport.graph import load_graph
+from reportexport.fixture import default_fixture_path
 from reportexport.records import JobFilter, OwnerLimits
 from reportexport.store import open_database
 
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace, url: str) -> int:
         REPORTEXPORT_DB_POOL_SIZE="2",
         REPORTEXPORT_RUN_SCHEDULES="false",
     )
-    with closing(open_database(url, load_graph(), check=False)) as db:
+    with closing(open_database(url, load_graph(default_fixture_path()), check=False)) as db:
         db.schema.upgrade()
         logs = [open(home / f"worker-{i}.log", "wb") for i in range(args.workers)]  # noqa: SIM115
         workers = [

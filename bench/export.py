@@ -46,9 +46,10 @@ DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def method_reportexport(args: argparse.Namespace) -> dict[str, Any]:
+    from frozen_lifecycle.graph import load_graph
     from reportexport.catalog import parse_catalog
     from reportexport.exports import new_export
-    from reportexport.graph import load_graph
+    from reportexport.fixture import default_fixture_path
     from reportexport.objects import open_object_store
     from reportexport.store import open_database
     from reportexport.worker import Worker, WorkerSettings
@@ -65,7 +66,9 @@ def method_reportexport(args: argparse.Namespace) -> dict[str, Any]:
         work / "catalog.toml",
     )
     database = open_database(
-        f"sqlite:///{work / f'jobs-{uuid.uuid4().hex}.db'}", load_graph(), check=False
+        f"sqlite:///{work / f'jobs-{uuid.uuid4().hex}.db'}",
+        load_graph(default_fixture_path()),
+        check=False,
     )
     database.schema.upgrade()
     objects = open_object_store(f"file://{work / 'objects'}", link_secret=b"bench")
@@ -250,9 +253,10 @@ def load_postgres(admin_url: str, duckdb_path: Path, work: Path) -> tuple[str, s
 
 
 def cancel_latency(duckdb_path: Path, work: Path, rounds: int = 20) -> list[float]:
+    from frozen_lifecycle.graph import load_graph
     from reportexport.catalog import parse_catalog
     from reportexport.exports import new_export
-    from reportexport.graph import load_graph
+    from reportexport.fixture import default_fixture_path
     from reportexport.objects import open_object_store
     from reportexport.store import open_database
     from reportexport.worker import Worker, WorkerSettings
@@ -266,7 +270,8 @@ def cancel_latency(duckdb_path: Path, work: Path, rounds: int = 20) -> list[floa
         },
         work / "catalog.toml",
     )
-    database = open_database(f"sqlite:///{work / 'cancel.db'}", load_graph(), check=False)
+    graph = load_graph(default_fixture_path())
+    database = open_database(f"sqlite:///{work / 'cancel.db'}", graph, check=False)
     database.schema.upgrade()
     objects = open_object_store(f"file://{work / 'cancel-objects'}", link_secret=b"bench")
     worker = Worker(database, catalog, objects, WorkerSettings(concurrency=1, poll_seconds=0.01))

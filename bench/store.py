@@ -31,10 +31,11 @@ from typing import Any
 import psycopg
 from ratios import Ratio, interleave, ratio
 
-from reportexport.graph import load_graph
+from frozen_lifecycle.graph import load_graph
+from reportexport.fixture import default_fixture_path
 from reportexport.store import JobFilter, Outcome, open_database
 
-GRAPH = load_graph()
+GRAPH = load_graph(default_fixture_path())
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 

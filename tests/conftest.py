@@ -11,6 +11,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # developer hunting for trouble raises it (REPORTEXPORT_EXAMPLES=1000 ./scripts/test).
 EXAMPLES = int(os.environ.get("REPORTEXPORT_EXAMPLES", "50"))
 FIXTURE_PATH = REPO_ROOT / "contracts" / "job-status-graph.json"
+# The toolkit's source: the gate runs from it with the standard library alone (PYTHONPATH=...).
+TOOLKIT_SRC = REPO_ROOT / "packages" / "frozen-lifecycle" / "src"
+
+
+def gate_environ(*paths: Path) -> dict[str, str]:
+    """The environment of a gate run from source: the toolkit (and `paths`) on PYTHONPATH, and
+    no variable naming another fixture."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (TOOLKIT_SRC, *paths))}
+    env.pop("REPORTEXPORT_GRAPH", None)
+    env.pop("FROZEN_LIFECYCLE_GRAPH", None)
+    return env
+
 
 # Under ./scripts/mutate the property-based tests draw the same examples every run and have no
 # deadline: a mutant is caught by what a test asserts, never by chance or by a slow trampoline.

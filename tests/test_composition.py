@@ -9,20 +9,23 @@ from typing import Any
 import pytest
 
 from reportexport import composition
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, TOOLKIT_SRC
 
 SRC = REPO_ROOT / "src" / "reportexport"
+TOOLKIT = TOOLKIT_SRC / "frozen_lifecycle"
 GRAPH_BUILDERS = {"load_graph", "parse_graph", "build_graph"}
-# Where a graph may be built: the composition root, the graph module itself, and the toolkit's
-# commands, which take any fixture on purpose (`--graph`, the gate's history check).
+# Where a graph may be built: in the exporter, the composition root alone; in the toolkit, the
+# graph module itself, the seed's lookups for a fixture path, and the commands, which take any
+# fixture on purpose (`--graph`, the gate's history check).
 GRAPH_PLACES = {
-    ("composition.py", "packaged_graph"),
-    ("graph.py", "load_graph"),
-    ("graph.py", "parse_graph"),
-    ("cli.py", "cmd_graph"),
-    ("cli.py", "cmd_generate"),
-    ("gate/__init__.py", "run"),
-    ("gate/commits.py", "_matches_fixture"),
+    (SRC, "composition.py", "packaged_graph"),
+    (TOOLKIT, "graph.py", "load_graph"),
+    (TOOLKIT, "graph.py", "parse_graph"),
+    (TOOLKIT, "transitions.py", "load"),
+    (TOOLKIT, "cli.py", "_graph"),
+    (TOOLKIT, "init.py", "init"),
+    (TOOLKIT, "gate/__init__.py", "run"),
+    (TOOLKIT, "gate/commits.py", "_matches_fixture"),
 }
 
 
@@ -48,15 +51,16 @@ def uses(path: Path) -> list[tuple[str, str, int]]:
 
 def test_only_the_composition_root_builds_the_graph_and_the_settings() -> None:
     offenders = []
-    for path in sorted(SRC.rglob("*.py")):
-        relative = path.relative_to(SRC).as_posix()
-        for owner, name, line in uses(path):
-            builds_graph = name.split(".")[-1] in GRAPH_BUILDERS and "(" not in name
-            if builds_graph and (relative, owner) not in GRAPH_PLACES:
-                offenders.append(f"{relative}:{line} in {owner}: {name}")
-            settings = name in ("Settings", "Settings.load") or name.endswith(".Settings")
-            if settings and relative not in ("composition.py", "settings.py"):
-                offenders.append(f"{relative}:{line} in {owner}: {name}")
+    for package in (SRC, TOOLKIT):
+        for path in sorted(package.rglob("*.py")):
+            relative = path.relative_to(package).as_posix()
+            for owner, name, line in uses(path):
+                builds_graph = name.split(".")[-1] in GRAPH_BUILDERS and "(" not in name
+                if builds_graph and (package, relative, owner) not in GRAPH_PLACES:
+                    offenders.append(f"{package.name}/{relative}:{line} in {owner}: {name}")
+                settings = name in ("Settings", "Settings.load") or name.endswith(".Settings")
+                if settings and relative not in ("composition.py", "settings.py"):
+                    offenders.append(f"{package.name}/{relative}:{line} in {owner}: {name}")
     assert sorted(set(offenders)) == []
 
 
@@ -64,7 +68,7 @@ def test_a_process_loads_the_graph_once_for_every_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every loader ends in graph.build_graph: counting there counts every graph built."""
-    from reportexport import graph
+    from frozen_lifecycle import graph
 
     builds = []
     original = graph.build_graph

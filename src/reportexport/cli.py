@@ -2,9 +2,10 @@
 
 Options that are settings (`--database`, `--catalog`, `--concurrency`, ...) default to nothing
 here, so the environment and the configuration file apply unless the command line says
-otherwise; the composition root builds the one `Settings` from all layers. The toolkit's own
-commands (`graph`, `gate`, `generate`) take any fixture with `--graph` and import nothing but
-the standard library.
+otherwise; the composition root builds the one `Settings` from all layers. The toolkit's
+commands (`graph`, `gate`, `generate`) are `frozen-lifecycle`'s, lent to this parser: they take
+any fixture with `--graph` (else `$REPORTEXPORT_GRAPH`, else this program's) and import nothing
+but the standard library.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from reportexport import gate, generated
-from reportexport.graph import GRAPH_ENV, InvalidGraphError, load_graph
-from reportexport.render import RENDERERS
+from frozen_lifecycle import cli as toolkit
+from frozen_lifecycle.graph import GRAPH_ENV as TOOLKIT_GRAPH_ENV
+from frozen_lifecycle.graph import InvalidGraphError
+from reportexport.fixture import GRAPH_ENV, packaged_fixture_path
 from reportexport.settings import FIELDS as SETTING_FIELDS
-from reportexport.typed_names import render_typed_names
 
 Handler = Callable[..., int]
 
@@ -28,27 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="reportexport", description=__doc__.split("\n\n")[0])
     commands = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    graph_cmd = commands.add_parser("graph", help="render the lifecycle from the fixture")
-    _graph_option(graph_cmd)
-    graph_cmd.add_argument("--format", choices=sorted(RENDERERS), default="table")
-    graph_cmd.set_defaults(toolkit=cmd_graph)
-
-    gate_cmd = commands.add_parser("gate", help="fail when anything drifts from the fixture")
-    gate.add_arguments(gate_cmd)
-    gate_cmd.set_defaults(toolkit=gate.run)
-
-    generate_cmd = commands.add_parser(
-        "generate", help="rewrite the files and README regions generated from the fixture"
+    toolkit.add_commands(
+        commands,
+        graph_envs=(GRAPH_ENV, TOOLKIT_GRAPH_ENV),
+        graph_fallback=packaged_fixture_path(),
+        names=("graph", "gate", "generate"),
     )
-    _graph_option(generate_cmd)
-    generate_cmd.add_argument("--root", default=".", help="repository root")
-    generate_cmd.add_argument(
-        "--typed-names",
-        metavar="PATH",
-        help="write only the typed names (Status, Actor, Effect...) to PATH under the root: "
-        "another repository's lifecycle module",
-    )
-    generate_cmd.set_defaults(toolkit=cmd_generate)
 
     db_cmd = commands.add_parser("db", help="build and check the job store's schema")
     db_actions = db_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -280,10 +266,6 @@ def _config_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="a TOML settings file ($REPORTEXPORT_CONFIG)")
 
 
-def _graph_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--graph", metavar="FILE", help=f"the fixture to use (default: ${GRAPH_ENV})")
-
-
 def _database_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--database",
@@ -320,25 +302,6 @@ def _remote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", help="your API token ($REPORTEXPORT_TOKEN)")
 
 
-def cmd_graph(args: argparse.Namespace) -> int:
-    sys.stdout.write(RENDERERS[args.format](load_graph(args.graph)))
-    return 0
-
-
-def cmd_generate(args: argparse.Namespace) -> int:
-    root = Path(args.root)
-    graph = load_graph(args.graph or gate.resolve_fixture(root, None))
-    if args.typed_names:
-        target = root / args.typed_names
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_typed_names(graph), encoding="utf-8")
-        print(f"wrote {args.typed_names}")
-        return 0
-    for path in dict.fromkeys(generated.write(graph, root)):
-        print(f"wrote {path}")
-    return 0
-
-
 def setting_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """What the command line says of the settings (options left out say nothing)."""
     given = {k: v for k, v in vars(args).items() if k in SETTING_FIELDS and v is not None}
@@ -349,10 +312,9 @@ def setting_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "toolkit", None) is not None:
+        return toolkit.run(args, f"reportexport {args.command}")
     try:
-        toolkit = getattr(args, "toolkit", None)
-        if toolkit is not None:
-            return int(toolkit(args))
         return _run_with_runtime(args)
     except InvalidGraphError as exc:
         print(f"reportexport: {exc.source}: invalid job status graph:", file=sys.stderr)

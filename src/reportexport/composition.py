@@ -22,9 +22,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from frozen_lifecycle.graph import Graph, InvalidGraphError, load_graph
 from reportexport import lifecycle
 from reportexport.catalog import Catalog, CatalogError, load_catalog
-from reportexport.graph import Graph, InvalidGraphError, load_graph, packaged_fixture_path
+from reportexport.fixture import packaged_fixture_path
 from reportexport.objects import (
     ObjectStore,
     ObjectStoreError,

@@ -1,10 +1,10 @@
 """The job lifecycle as a pure lookup against the frozen fixture.
 
-`STATES`, `can_transition` and `apply_transition` follow the case study's semantics: an
-illegal move raises an error whose str() is the graph's code (`terminal:succeeded`,
-`illegal:queued->succeeded`, `actor:worker`). The tables come from `lifecycle`, the module
-generated from the fixture, so nothing here reads a file; a caller holding another `Graph`
-(a lifecycle change under test) passes it explicitly.
+`STATES`, `can_transition` and `apply_transition` are the toolkit's (`frozen_lifecycle.
+transitions`, the case study's semantics: an illegal move raises an error whose str() is the
+graph's code, `terminal:succeeded`, `illegal:queued->succeeded`, `actor:worker`) bound to
+`lifecycle`, this program's typed names generated from the fixture, so nothing here reads a
+file; a caller holding another `Graph` (a lifecycle change under test) passes it explicitly.
 
 The moves the program itself makes are named here once (`CLAIM`, `SUCCEED`, `FAIL`, `CANCELS`),
 taken from the fixture's edges, so no other module retypes a (from, to, actor) triple. A move's
@@ -16,15 +16,40 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
+from frozen_lifecycle.graph import Graph
+from frozen_lifecycle.transitions import (
+    ActorError,
+    IllegalTransitionError,
+    Lifecycle,
+    TerminalStateError,
+    TransitionError,
+)
 from reportexport import lifecycle
-from reportexport.graph import Edge, Graph
 from reportexport.lifecycle import Actor, FromQueuedByWorker, FromRunningByWorker, Status
+
+__all__ = [
+    "CANCELS",
+    "CLAIM",
+    "FAIL",
+    "STATES",
+    "SUCCEED",
+    "TERMINAL",
+    "ActorError",
+    "IllegalTransitionError",
+    "Move",
+    "TerminalStateError",
+    "TransitionError",
+    "apply_transition",
+    "can_transition",
+    "check_transition",
+]
 
 STATES: tuple[Status, ...] = lifecycle.STATES
 TERMINAL: tuple[Status, ...] = lifecycle.TERMINAL
-_ACTOR_OF: Mapping[tuple[str, str], str] = {(f, t): a for f, t, a in lifecycle.TRANSITIONS}
+_LIFECYCLE = Lifecycle.from_edges(STATES, TERMINAL, lifecycle.TRANSITIONS)
+_ACTOR_OF: Mapping[tuple[str, str], str] = _LIFECYCLE.actor_of
 
 JobT = TypeVar("JobT")
 To = TypeVar("To", bound=Status)
@@ -58,68 +83,20 @@ CANCELS: tuple[Move[Status], ...] = tuple(
 )
 
 
-class TransitionError(ValueError):
-    """A status change the graph does not allow; str() is the graph's error code."""
-
-    code: str
-
-    def __init__(self, code: str) -> None:
-        self.code = code
-        super().__init__(code)
-
-    @staticmethod
-    def from_code(code: str) -> TransitionError:
-        """The typed error for a graph code such as a database trigger raises."""
-        kind, _, detail = code.partition(":")
-        if kind == "terminal":
-            return TerminalStateError(detail)
-        if kind == "illegal":
-            from_status, _, to_status = detail.partition("->")
-            return IllegalTransitionError(from_status, to_status)
-        if kind == "actor":
-            return ActorError(detail)
-        raise ValueError(f"not a transition error code: {code!r}")
-
-
-class TerminalStateError(TransitionError):
-    def __init__(self, status: str) -> None:
-        super().__init__(f"terminal:{status}")
-
-
-class IllegalTransitionError(TransitionError):
-    def __init__(self, from_status: str, to_status: str) -> None:
-        super().__init__(f"illegal:{from_status}->{to_status}")
-
-
-class ActorError(TransitionError):
-    def __init__(self, actor: str) -> None:
-        super().__init__(f"actor:{actor}")
-
-
-def _declared_actor(from_status: str, to_status: str, graph: Graph | None) -> str | None:
-    if graph is None:
-        return _ACTOR_OF.get((from_status, to_status))
-    edge: Edge | None = graph.edge(from_status, to_status)
-    return edge.actor if edge is not None else None
+def _lifecycle(graph: Graph | None) -> Lifecycle:
+    return _LIFECYCLE if graph is None else Lifecycle.of(graph)
 
 
 def can_transition(from_status: str, to_status: str, *, graph: Graph | None = None) -> bool:
     """Whether the graph declares an edge from one status to the other."""
-    return _declared_actor(from_status, to_status, graph) is not None
+    return _lifecycle(graph).can_transition(from_status, to_status)
 
 
 def check_transition(
     from_status: str, to_status: str, actor: str, *, graph: Graph | None = None
 ) -> None:
     """Raise the TransitionError that moving `from_status` to `to_status` as `actor` earns."""
-    terminal = graph.terminal if graph is not None else TERMINAL
-    if from_status in terminal:
-        raise TerminalStateError(from_status)
-    declared = _declared_actor(from_status, to_status, graph)
-    if declared is None:
-        raise IllegalTransitionError(from_status, to_status)
-    if declared != actor:
-        raise ActorError(actor)
+    _lifecycle(graph).check_transition(from_status, to_status, actor)
 
 
 def apply_transition(
@@ -129,16 +106,4 @@ def apply_transition(
 
     `job` is a mapping with a "status" key or a dataclass with a `status` field.
     """
-    check_transition(_status_of(job), to_status, actor, graph=graph)
-    if isinstance(job, Mapping):
-        return {**job, "status": to_status}  # type: ignore[return-value]
-    if dataclasses.is_dataclass(job) and not isinstance(job, type):
-        return dataclasses.replace(job, status=to_status)
-    raise TypeError(f"cannot transition a {type(job).__name__}: need a mapping or a dataclass")
-
-
-def _status_of(job: Any) -> str:
-    status = job.get("status") if isinstance(job, Mapping) else getattr(job, "status", None)
-    if not isinstance(status, str):
-        raise TypeError(f"job has no string status: {status!r}")
-    return status
+    return _lifecycle(graph).apply_transition(job, to_status, actor)

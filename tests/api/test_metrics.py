@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from frozen_lifecycle.graph import load_graph
 from reportexport.api.metrics import StoreCollector, metrics_text
-from reportexport.graph import load_graph
 from reportexport.records import MetricsSnapshot
 from tests.conftest import FIXTURE_PATH
 

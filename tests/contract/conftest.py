@@ -1,14 +1,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from reportexport import job_status as _module_under_contract
 from tests.conftest import REPO_ROOT
 
-MODULE_PATH = REPO_ROOT / "src" / "reportexport" / "job_status.py"
+# The file the module was imported from: under ./scripts/mutate, the mutated copy when
+# job_status is the target, the real one when a module it imports (the toolkit's) is.
+MODULE_PATH = Path(str(_module_under_contract.__file__))
 
 
 @pytest.fixture(scope="session")

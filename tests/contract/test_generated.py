@@ -9,26 +9,43 @@ from pathlib import Path
 
 import pytest
 
-from reportexport.generated import (
-    ARTIFACTS,
+import reportexport
+from frozen_lifecycle.gate.config import load_config
+from frozen_lifecycle.generated import (
     Drift,
     GeneratedFile,
     MissingRegionError,
     Region,
+    Targets,
     artifact_paths,
+    artifacts,
     blank_regions,
     drift,
     region_body,
     splice_region,
-    write,
 )
-from reportexport.graph import Graph, build_graph, load_graph
-from reportexport.graph_sql import POSTGRES_PATH, SQLITE_PATH
-from reportexport.render import render_mermaid, render_table
-from reportexport.typed_names import TYPED_NAMES_PATH, render_typed_names
+from frozen_lifecycle.generated import write as write_artifacts
+from frozen_lifecycle.graph import Graph, build_graph, load_graph
+from frozen_lifecycle.provenance import Provenance
+from frozen_lifecycle.render import render_mermaid, render_table
+from frozen_lifecycle.typed_names import render_typed_names
+from reportexport.store import guards
+from reportexport.store.guards import POSTGRES_PATH, PROVENANCE, SQLITE_PATH
 from tests.conftest import FIXTURE_PATH, REPO_ROOT
 
 GRAPH = load_graph(FIXTURE_PATH)
+TYPED_NAMES_PATH = "src/reportexport/lifecycle.py"
+# What this repository keeps generated, as its pyproject.toml says.
+CONFIG = load_config(REPO_ROOT)
+# The checkout the exporter is imported from (under ./scripts/mutate, where REPO_ROOT is a copy
+# whose src is the toolkit's, the exporter's files are still there).
+EXPORTER_ROOT = Path(str(reportexport.__file__)).parents[2]
+ARTIFACTS = artifacts(CONFIG.targets())
+REGENERATE = "reportexport generate"
+
+
+def write(graph: Graph, root: Path) -> list[str]:
+    return write_artifacts(graph, root, ARTIFACTS)
 
 
 def changed_graph() -> Graph:
@@ -55,7 +72,59 @@ def fenced(graph: Graph) -> str:
 
 
 def test_the_committed_typed_names_are_what_the_fixture_generates() -> None:
-    assert render_typed_names(GRAPH) == (REPO_ROOT / TYPED_NAMES_PATH).read_text(encoding="utf-8")
+    committed = (EXPORTER_ROOT / TYPED_NAMES_PATH).read_text(encoding="utf-8")
+    assert render_typed_names(GRAPH, provenance=PROVENANCE) == committed
+
+
+def test_the_configuration_names_what_the_job_store_applies() -> None:
+    """The gate regenerates from pyproject.toml what the migrator renders from store.guards:
+    the same paths, NOTIFY channel and command, so the committed SQL is what a database gets."""
+    targets = CONFIG.targets()
+    assert (targets.sqlite_guards, targets.postgresql_guards) == (SQLITE_PATH, POSTGRES_PATH)
+    assert targets.typed_names == TYPED_NAMES_PATH
+    assert targets.notify_channel == guards.NOTIFY_CHANNEL
+    assert targets.provenance == PROVENANCE
+    for dialect, path in (("sqlite", SQLITE_PATH), ("postgres", POSTGRES_PATH)):
+        committed = (EXPORTER_ROOT / path).read_text(encoding="utf-8")
+        assert guards.GRAPH_SQL[dialect](GRAPH) == committed, path
+
+
+def test_the_postgres_listener_waits_on_the_channel_the_guard_notifies() -> None:
+    from reportexport.store import postgres
+
+    assert postgres.NOTIFY_CHANNEL == guards.NOTIFY_CHANNEL
+    assert f"pg_notify('{guards.NOTIFY_CHANNEL}', " in guards.postgres_sql(GRAPH)
+
+
+def test_a_name_of_two_words_is_one_title_in_the_typed_names() -> None:
+    """`From<State>By<Actor>` spells each word of a name with a capital, underscores dropped."""
+    document = copy.deepcopy(json.loads(FIXTURE_PATH.read_text(encoding="utf-8")))
+    document["states"].append("in_review")
+    document["terminal"].append("in_review")
+    document["transitions"].append({"from": "running", "to": "in_review", "actor": "review_bot"})
+    text = render_typed_names(build_graph(document))
+    assert '\nFromRunningByReviewBot = Literal["in_review"]\n' in text
+
+
+def test_another_repository_keeps_the_readme_regions_by_default() -> None:
+    """Nothing configured: the README's table and diagram, and no file."""
+    assert [(type(a).__name__, a.path) for a in artifacts()] == [
+        ("Region", "README.md"),
+        ("Region", "README.md"),
+    ]
+    configured = Targets(regions=("docs/lifecycle.md",), typed_names="src/shop/lifecycle.py")
+    assert [a.path for a in artifacts(configured)] == [
+        "docs/lifecycle.md",
+        "docs/lifecycle.md",
+        "src/shop/lifecycle.py",
+    ]
+    provenance = Provenance(fixture="graph.json", command="make lifecycle")
+    (typed,) = [
+        a for a in artifacts(Targets(regions=(), typed_names="t.py", provenance=provenance))
+    ]
+    assert typed.render(GRAPH).startswith(
+        '"""The job lifecycle\'s names, typed: generated from graph.json by\n`make lifecycle`.'
+    )
 
 
 def test_typed_names_follow_a_changed_graph() -> None:
@@ -68,23 +137,27 @@ def test_typed_names_follow_a_changed_graph() -> None:
     assert f'FINGERPRINT: Final = "{changed_graph().fingerprint}"\n' in text
     assert 'INITIAL: Final[Status] = "queued"\n' in text
     compile(text, TYPED_NAMES_PATH, "exec")
+    assert "`frozen-lifecycle generate`" in text  # the toolkit's own command, by default
 
 
 def test_the_artifacts_are_the_readme_regions_and_three_files() -> None:
-    assert [(type(a).__name__, a.path) for a in ARTIFACTS] == [
+    kept = artifacts(CONFIG.targets())  # built here, not at import, so its mutants are seen
+    assert [(type(a).__name__, a.path) for a in kept] == [
         ("Region", "README.md"),
         ("Region", "README.md"),
         ("GeneratedFile", SQLITE_PATH),
         ("GeneratedFile", POSTGRES_PATH),
         ("GeneratedFile", TYPED_NAMES_PATH),
     ]
-    assert artifact_paths() == {"README.md", SQLITE_PATH, POSTGRES_PATH, TYPED_NAMES_PATH}
-    regions = [a for a in ARTIFACTS if isinstance(a, Region)]
+    assert artifact_paths(kept) == {"README.md", SQLITE_PATH, POSTGRES_PATH, TYPED_NAMES_PATH}
+    regions = [a for a in kept if isinstance(a, Region)]
     assert [r.name for r in regions] == ["graph-table", "graph-mermaid"]
     assert regions[0].render(GRAPH) == render_table(GRAPH)
     assert regions[1].render(GRAPH) == fenced(GRAPH)
-    files = [a for a in ARTIFACTS if isinstance(a, GeneratedFile)]
-    assert files[2].render(GRAPH) == render_typed_names(GRAPH)
+    files = [a for a in kept if isinstance(a, GeneratedFile)]
+    assert files[0].render(GRAPH) == guards.sqlite_sql(GRAPH)
+    assert files[1].render(GRAPH) == guards.postgres_sql(GRAPH)
+    assert files[2].render(GRAPH) == render_typed_names(GRAPH, provenance=PROVENANCE)
 
 
 def test_a_region_body_is_found_with_the_line_it_starts_on() -> None:
@@ -129,7 +202,8 @@ def test_write_regenerates_every_artifact_and_names_what_changed(tmp_path: Path)
     assert (tmp_path / "README.md").read_text(encoding="utf-8") == readme(
         render_table(GRAPH), fenced(GRAPH)
     )
-    assert (tmp_path / TYPED_NAMES_PATH).read_text(encoding="utf-8") == render_typed_names(GRAPH)
+    written = (tmp_path / TYPED_NAMES_PATH).read_text(encoding="utf-8")
+    assert written == render_typed_names(GRAPH, provenance=PROVENANCE)
     assert write(GRAPH, tmp_path) == []
     assert write(changed_graph(), tmp_path) == [
         "README.md",
@@ -145,10 +219,16 @@ def test_write_leaves_a_missing_readme_missing(tmp_path: Path) -> None:
     assert not (tmp_path / "README.md").exists()
 
 
+def test_write_leaves_a_readme_without_markers_as_it_is(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# Title\n\nNo regions.\n", encoding="utf-8")
+    assert write(GRAPH, tmp_path) == [SQLITE_PATH, POSTGRES_PATH, TYPED_NAMES_PATH]
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == "# Title\n\nNo regions.\n"
+
+
 def test_nothing_drifts_right_after_a_write(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text(readme("", ""), encoding="utf-8")
     write(GRAPH, tmp_path)
-    assert list(drift(GRAPH, _reader(tmp_path))) == []
+    assert list(drift(GRAPH, _reader(tmp_path), ARTIFACTS)) == []
 
 
 def test_each_drift_names_the_file_and_the_first_line_that_differs(tmp_path: Path) -> None:
@@ -161,8 +241,8 @@ def test_each_drift_names_the_file_and_the_first_line_that_differs(tmp_path: Pat
     table = render_table(GRAPH).splitlines(keepends=True)
     table[3] = "| edited |\n"
     (tmp_path / "README.md").write_text(readme("".join(table), fenced(GRAPH)), encoding="utf-8")
-    regenerate = "run `reportexport generate`"
-    assert list(drift(GRAPH, _reader(tmp_path))) == [
+    regenerate = f"run `{REGENERATE}`"
+    assert list(drift(GRAPH, _reader(tmp_path), ARTIFACTS, command=REGENERATE)) == [
         Drift(
             path="README.md",
             line=6 + 3,
@@ -181,13 +261,13 @@ def test_a_shorter_file_drifts_where_it_ends(tmp_path: Path) -> None:
     typed = tmp_path / TYPED_NAMES_PATH
     kept = typed.read_text(encoding="utf-8").splitlines(keepends=True)[:10]
     typed.write_text("".join(kept), encoding="utf-8")
-    found = list(drift(GRAPH, _reader(tmp_path)))
+    found = list(drift(GRAPH, _reader(tmp_path), ARTIFACTS))
     assert [(d.path, d.line) for d in found] == [(TYPED_NAMES_PATH, 11)]
 
 
 def test_missing_files_and_regions_are_not_drift(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("no regions\n", encoding="utf-8")
-    assert list(drift(GRAPH, _reader(tmp_path))) == []
+    assert list(drift(GRAPH, _reader(tmp_path), ARTIFACTS)) == []
 
 
 def _reader(root: Path) -> Callable[[str], str | None]:
@@ -216,8 +296,8 @@ def test_a_missing_readme_does_not_hide_the_drift_of_the_files(tmp_path: Path) -
     typed = tmp_path / TYPED_NAMES_PATH
     typed.write_text(typed.read_text(encoding="utf-8") + "# appended\n", encoding="utf-8")
     assert not (tmp_path / "README.md").exists()
-    found = list(drift(GRAPH, _reader(tmp_path)))
-    appended_at = len(render_typed_names(GRAPH).splitlines()) + 1
+    found = list(drift(GRAPH, _reader(tmp_path), ARTIFACTS))
+    appended_at = len(render_typed_names(GRAPH, provenance=PROVENANCE).splitlines()) + 1
     assert [(d.path, d.line) for d in found] == [(TYPED_NAMES_PATH, appended_at)]
 
 
@@ -230,5 +310,5 @@ def test_a_readme_without_one_region_still_has_the_others_checked(tmp_path: Path
     (tmp_path / "README.md").write_text(mermaid_only, encoding="utf-8")
     typed = tmp_path / TYPED_NAMES_PATH
     typed.write_text("# edited\n" + typed.read_text(encoding="utf-8"), encoding="utf-8")
-    found = list(drift(GRAPH, _reader(tmp_path)))
+    found = list(drift(GRAPH, _reader(tmp_path), ARTIFACTS))
     assert [(d.path, d.line) for d in found] == [("README.md", 4), (TYPED_NAMES_PATH, 1)]

@@ -10,21 +10,19 @@ from typing import Any
 
 import pytest
 
-from reportexport import graph as graph_module
-from reportexport.graph import (
-    FIXTURE_NAME,
+from frozen_lifecycle.graph import (
     SCHEMA_NAME,
     Edge,
     InvalidGraphError,
     build_graph,
-    default_fixture_path,
     fingerprint,
     load_graph,
+    load_schema,
     parse_graph,
-    schema_path,
+    schema_text,
     structural_defects,
 )
-from tests.conftest import FIXTURE_PATH, REPO_ROOT
+from tests.conftest import FIXTURE_PATH, REPO_ROOT, TOOLKIT_SRC
 
 
 def fixture_document() -> dict[str, Any]:
@@ -92,25 +90,13 @@ def test_a_refused_file_is_named_in_the_error(tmp_path: Path) -> None:
     assert str(raised.value).startswith(f"{broken}: invalid job status graph: not JSON: ")
 
 
-def test_without_a_setting_the_checkouts_fixture_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("REPORTEXPORT_GRAPH", raising=False)
-    assert default_fixture_path() == REPO_ROOT / "contracts" / FIXTURE_NAME
-    assert schema_path() == REPO_ROOT / "contracts" / SCHEMA_NAME
-    assert load_graph() == load_graph(FIXTURE_PATH)
-
-
-def test_an_installed_copy_wins_over_the_checkouts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A wheel carries the fixture and its schema as package data under contracts/."""
-    (tmp_path / "contracts").mkdir()
-    (tmp_path / "contracts" / FIXTURE_NAME).write_text("{}", encoding="utf-8")
-    (tmp_path / "contracts" / SCHEMA_NAME).write_text("{}", encoding="utf-8")
-    packages = {"reportexport": tmp_path}
-    monkeypatch.setattr(graph_module.resources, "files", packages.__getitem__)
-    monkeypatch.delenv("REPORTEXPORT_GRAPH", raising=False)
-    assert default_fixture_path() == tmp_path / "contracts" / FIXTURE_NAME
-    assert schema_path() == tmp_path / "contracts" / SCHEMA_NAME
+def test_the_schema_is_the_toolkits_package_data() -> None:
+    """The JSON Schema lives beside the toolkit's modules, so a wheel, an editable install and
+    a bare `PYTHONPATH` all read the same file."""
+    beside = TOOLKIT_SRC / "frozen_lifecycle" / SCHEMA_NAME
+    assert schema_text() == beside.read_text(encoding="utf-8")
+    assert load_schema() == json.loads(beside.read_text(encoding="utf-8"))
+    assert not (REPO_ROOT / "contracts" / SCHEMA_NAME).exists()
 
 
 def test_every_defect_is_in_the_message_in_order() -> None:

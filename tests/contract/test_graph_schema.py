@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reportexport.graph import load_schema
-from reportexport.schema_check import UnsupportedSchemaError, schema_errors
+from frozen_lifecycle.graph import load_schema
+from frozen_lifecycle.schema_check import UnsupportedSchemaError, schema_errors
 from tests.conftest import FIXTURE_PATH
 
 SCHEMA = load_schema()

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from reportexport.graph import InvalidGraphError, build_graph, fingerprint, load_graph, parse_graph
+from frozen_lifecycle.graph import (
+    InvalidGraphError,
+    build_graph,
+    fingerprint,
+    load_graph,
+    parse_graph,
+)
+from reportexport.fixture import default_fixture_path
 from tests.conftest import FIXTURE_PATH
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -142,4 +149,4 @@ def test_reportexport_graph_env_points_at_another_fixture(
     other = tmp_path / "other.json"
     other.write_text(json.dumps(document))
     monkeypatch.setenv("REPORTEXPORT_GRAPH", str(other))
-    assert load_graph().job_type == "invoice_export"
+    assert load_graph(default_fixture_path()).job_type == "invoice_export"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reportexport.graph import load_graph
-from reportexport.render import decision_rows
+from frozen_lifecycle.graph import load_graph
+from frozen_lifecycle.render import decision_rows
 from tests.conftest import FIXTURE_PATH
 
 GRAPH = load_graph(FIXTURE_PATH)

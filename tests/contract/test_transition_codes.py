@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from frozen_lifecycle.graph import Graph, build_graph
 from reportexport import job_status
-from reportexport.graph import Graph, build_graph
 from reportexport.job_status import (
     CANCELS,
     CLAIM,

@@ -69,8 +69,8 @@ def test_an_old_timestamp_is_refused_by_receivers() -> None:
 
 
 def test_the_runner_refuses_to_start_when_handlers_and_fixture_disagree() -> None:
+    from frozen_lifecycle.graph import load_graph
     from reportexport.effects.handlers import HANDLERS, check_handlers
-    from reportexport.graph import load_graph
     from tests.conftest import FIXTURE_PATH
 
     graph = load_graph(FIXTURE_PATH)

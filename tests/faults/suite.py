@@ -39,7 +39,7 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from reportexport.graph import load_graph
+from frozen_lifecycle.graph import load_graph
 from reportexport.objects import ObjectStore, is_temp, job_of, open_object_store
 from reportexport.store import open_database
 from tests.faults.infra import (

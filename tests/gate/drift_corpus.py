@@ -5,8 +5,9 @@ the checker expected to catch it, and its edits (a file created, a block appende
 search/replace that must match exactly once). A patch is applied to a copy of the tree, and
 every checker that applies to it runs on that copy:
 
-- `gate`: `python -S -m reportexport.gate` in the copy, with the copy's own sources;
-- `mypy`: `mypy --strict` over every patched module under `src/`, once for the whole corpus
+- `gate`: `python -S -m frozen_lifecycle gate` in the copy, with the copy's own sources (the
+  toolkit's under packages/frozen-lifecycle/src, the exporter's under src);
+- `mypy`: `mypy --strict` over every patched module of either package, once for the whole corpus
   (each patched module is checked as a module of its own, against the unpatched package, and
   compared with the unpatched module checked the same way);
 - `contract`: the case study's six contract tests on a patched `job_status.py`;
@@ -37,10 +38,10 @@ from types import ModuleType
 
 import pytest
 
-from reportexport import gate
-from reportexport.gate.config import load_config
-from reportexport.graph import FIXTURE_NAME, load_graph
-from tests.conftest import REPO_ROOT
+from frozen_lifecycle import gate
+from frozen_lifecycle.gate.config import load_config
+from frozen_lifecycle.graph import FIXTURE_NAME, load_graph
+from tests.conftest import REPO_ROOT, TOOLKIT_SRC
 
 CORPUS = Path(__file__).with_name("corpus")
 CHECKERS = ("gate", "mypy", "contract", "db")
@@ -113,8 +114,9 @@ class Patch:
         return tuple(edit.path for edit in self.edits)
 
     def python_sources(self) -> tuple[str, ...]:
-        """The patched modules mypy checks (its configuration covers src/ only)."""
-        return tuple(p for p in self.paths if p.startswith("src/") and p.endswith(".py"))
+        """The patched modules mypy checks (its configuration covers both packages' sources)."""
+        sources = ("src/", "packages/frozen-lifecycle/src/")
+        return tuple(p for p in self.paths if p.startswith(sources) and p.endswith(".py"))
 
 
 def load(corpus: Path = CORPUS) -> list[Patch]:
@@ -213,8 +215,10 @@ def make_copy(base: Path, dest: Path, patch: Patch) -> Path:
 
 
 def _env(tree: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    toolkit = tree / TOOLKIT_SRC.relative_to(REPO_ROOT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(toolkit), str(tree / "src")))}
     env.pop("REPORTEXPORT_GRAPH", None)
+    env.pop("FROZEN_LIFECYCLE_GRAPH", None)
     return env
 
 
@@ -235,23 +239,14 @@ def _python(tree: Path, *args: str, isolated: bool = False) -> subprocess.Comple
 
 def run_gate(tree: Path) -> list[str]:
     """The gate's findings on a copy, run as CI runs it: the standard library alone."""
-    done = _python(tree, "-m", "reportexport.gate", isolated=True)
+    done = _python(tree, "-m", "frozen_lifecycle", "gate", isolated=True)
     if done.returncode not in (0, 1) or (done.returncode == 1 and not done.stdout):
         raise RuntimeError(f"the gate failed on {tree}: {done.stdout}{done.stderr}")
     return done.stdout.splitlines()
 
 
 # What the gate imports: a patch to these must be checked by its own copy of the gate.
-GATE_SOURCES = (
-    "src/reportexport/gate/",
-    "src/reportexport/graph.py",
-    "src/reportexport/generated.py",
-    "src/reportexport/graph_sql.py",
-    "src/reportexport/render.py",
-    "src/reportexport/typed_names.py",
-    "src/reportexport/schema_check.py",
-    "contracts/",
-)
+GATE_SOURCES = ("packages/frozen-lifecycle/src/", "contracts/", "pyproject.toml")
 
 
 def run_gate_here(tree: Path, memo: gate.Memo) -> list[str]:
@@ -394,7 +389,7 @@ def needs_database(patch: Patch) -> bool:
     if patch.database is not None:
         return True
     return not patch.drifting and any(
-        p.startswith("src/reportexport/store/") or p == "src/reportexport/graph_sql.py"
+        p.startswith(("src/reportexport/store/", "packages/frozen-lifecycle/src/"))
         for p in patch.paths
     )
 

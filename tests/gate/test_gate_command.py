@@ -13,17 +13,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, TOOLKIT_SRC, gate_environ
 from tests.contract.test_graph_validation import BROKEN
 
 
 def run_gate(root: Path, *args: str, isolated: bool = True) -> subprocess.CompletedProcess[str]:
-    """`python -S -m reportexport.gate`: no site-packages, so no third-party package either."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    env.pop("REPORTEXPORT_GRAPH", None)
+    """`python -S -m frozen_lifecycle gate`: no site-packages, so no third-party package either."""
+    env = gate_environ()
     flags = ["-S"] if isolated else []
     return subprocess.run(
-        [sys.executable, *flags, "-m", "reportexport.gate", *args],
+        [sys.executable, *flags, "-m", "frozen_lifecycle", "gate", *args],
         cwd=root,
         env=env,
         capture_output=True,
@@ -39,6 +38,7 @@ def tree(tmp_path: Path) -> Path:
     shutil.copytree(REPO_ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO_ROOT / "contracts", root / "contracts")
     shutil.copy(REPO_ROOT / "README.md", root / "README.md")
+    shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
     return root
 
 
@@ -54,13 +54,13 @@ def test_our_own_tree_passes_with_the_standard_library_alone() -> None:
 
 
 def test_quoting_retrying_anywhere_in_src_fails_with_file_and_line(tree: Path) -> None:
-    target = tree / "src" / "reportexport" / "render.py"
+    target = tree / "src" / "reportexport" / "csvformat.py"
     edit(target, lambda text: text + '\nBACKOFF_LABEL = "retrying"\n')
     line = len(target.read_text().splitlines())
     done = run_gate(tree)
     assert done.returncode == 1
     assert done.stdout == (
-        f'src/reportexport/render.py:{line}: forbidden-alias: "retrying" is a forbidden '
+        f'src/reportexport/csvformat.py:{line}: forbidden-alias: "retrying" is a forbidden '
         "status alias\n"
     )
 
@@ -123,13 +123,13 @@ def test_a_stale_readme_table_fails(tree: Path) -> None:
 
 
 def test_json_and_github_formats(tree: Path) -> None:
-    edit(tree / "src" / "reportexport" / "render.py", lambda text: text + '\nX = "partial"\n')
+    edit(tree / "src" / "reportexport" / "csvformat.py", lambda text: text + '\nX = "partial"\n')
     as_json = json.loads(run_gate(tree, "--format", "json").stdout)
     assert [(f["path"], f["code"]) for f in as_json] == [
-        ("src/reportexport/render.py", "forbidden-alias")
+        ("src/reportexport/csvformat.py", "forbidden-alias")
     ]
     github = run_gate(tree, "--format", "github").stdout
-    assert github.startswith("::error file=src/reportexport/render.py,line=")
+    assert github.startswith("::error file=src/reportexport/csvformat.py,line=")
     assert ",title=forbidden-alias::" in github
 
 
@@ -154,11 +154,12 @@ def test_a_wrong_call_exits_2(tree: Path) -> None:
 def test_the_gate_imports_only_the_standard_library_and_the_pure_core() -> None:
     """A repository that copies the gate needs nothing but Python."""
     code = (
-        "import sys, reportexport.gate, reportexport.cli\n"
+        "import sys, frozen_lifecycle.gate, frozen_lifecycle.cli, reportexport.cli\n"
         "mods = {m.split('.')[0] for m in sys.modules}\n"
-        "print(sorted(mods - set(sys.stdlib_module_names) - {'reportexport', '__main__'}))"
+        "known = {'reportexport', 'frozen_lifecycle', '__main__'}\n"
+        "print(sorted(mods - set(sys.stdlib_module_names) - known))"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(TOOLKIT_SRC), str(REPO_ROOT / "src")))}
     done = subprocess.run(
         [sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, check=True
     )

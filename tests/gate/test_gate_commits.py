@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, gate_environ
 from tests.gate.test_gate_command import run_gate, tree  # noqa: F401 - the fixture is reused
 
 
@@ -25,7 +24,8 @@ def git(root: Path, *args: str) -> str:
 
 
 def regenerate(root: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    """`reportexport generate` in the copy: the toolkit's command, lent to the exporter."""
+    env = gate_environ(REPO_ROOT / "src")
     subprocess.run(
         [sys.executable, "-m", "reportexport", "generate"], cwd=root, env=env, check=True
     )
@@ -59,11 +59,11 @@ def test_a_fixture_commit_with_only_regenerated_files_passes(repo: Path) -> None
 def test_a_fixture_commit_that_also_changes_code_fails(repo: Path) -> None:
     add_archived_state(repo)
     regenerate(repo)
-    (repo / "src" / "reportexport" / "render.py").write_text("# sneaked in\n", encoding="utf-8")
+    (repo / "src" / "reportexport" / "csvformat.py").write_text("# sneaked in\n", encoding="utf-8")
     git(repo, "commit", "-q", "-am", "Add archived and more")
     done = run_gate(repo, "--commits", "HEAD~1..HEAD")
     assert done.returncode == 1
-    assert "src/reportexport/render.py:1: fixture-commit-mixed:" in done.stdout
+    assert "src/reportexport/csvformat.py:1: fixture-commit-mixed:" in done.stdout
 
 
 def test_a_fixture_commit_without_regenerated_files_fails(repo: Path) -> None:

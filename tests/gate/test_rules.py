@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from reportexport.gate.lexicon import (
+from frozen_lifecycle.gate.lexicon import (
     FORBIDDEN_ALIAS,
     NO_SOURCE_STATE,
     NOT_INITIAL,
@@ -20,11 +20,11 @@ from reportexport.gate.lexicon import (
     WRONG_ACTOR,
     Lexicon,
 )
-from reportexport.gate.python_rules import EFFECT_HANDLERS, PythonRules
-from reportexport.gate.sources import JSON, MARKDOWN, SCRIPT, SQL, TEMPLATE, TEXT, YAML
-from reportexport.gate.states import STATES_DRIFT
-from reportexport.gate.text_rules import TextRules
-from reportexport.graph import load_graph
+from frozen_lifecycle.gate.python_rules import EFFECT_HANDLERS, PythonRules
+from frozen_lifecycle.gate.sources import JSON, MARKDOWN, SCRIPT, SQL, TEMPLATE, TEXT, YAML
+from frozen_lifecycle.gate.states import STATES_DRIFT
+from frozen_lifecycle.gate.text_rules import TextRules
+from frozen_lifecycle.graph import load_graph
 from tests.conftest import FIXTURE_PATH
 
 LEXICON = Lexicon.of(load_graph(FIXTURE_PATH))
@@ -117,6 +117,13 @@ def test_a_module_level_states_must_be_the_fixtures() -> None:
     assert python_hits("STATES = GRAPH.states") == []
     facts = PythonRules(LEXICON).check(ast.parse("STATES = GRAPH.states"))
     assert facts.states_defined
+
+
+def test_states_read_from_the_fixtures_json_by_key_are_derived() -> None:
+    """`GRAPH["states"]` reads the states out of the fixture: the key is no state of its own;
+    a word added beside them still is."""
+    assert python_hits('STATES = tuple(GRAPH["states"])') == []
+    assert python_hits('STATES = (*GRAPH["states"], "paused")') == [(1, STATES_DRIFT)]
 
 
 # -- Python: status words reached through names -----------------------------------------------

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from reportexport import gate
-from reportexport.gate.config import compile_patterns, load_config
-from reportexport.graph import load_graph
-from tests.conftest import REPO_ROOT
+from frozen_lifecycle import gate
+from frozen_lifecycle.gate.config import compile_patterns, load_config
+from frozen_lifecycle.graph import load_graph
+from tests.conftest import REPO_ROOT, gate_environ
 from tests.gate.test_gate_command import run_gate, tree  # noqa: F401 - the fixture is reused
 
 ALIAS = "retrying"  # the forbidden alias these tests quote on purpose
@@ -117,22 +117,45 @@ def test_the_corpus_and_the_mutants_are_left_out_by_default(tree: Path) -> None:
     assert done.returncode == 0, done.stdout
 
 
+# What this repository generates, as pyproject.toml says it, for configurations written anew.
+GENERATED_HERE = (
+    'typed-names = "src/reportexport/lifecycle.py"\ngenerated-by = "reportexport generate"\n'
+)
+
+
 def test_pyproject_configures_paths_and_excludes(tree: Path) -> None:  # noqa: F811
     write(tree, "legacy/old.sql", "UPDATE jobs SET status = 'stalled';\n")
     write(tree, "scripts/new.sql", "UPDATE jobs SET status = 'stalled';\n")
-    write(tree, "pyproject.toml", '[tool.reportexport.gate]\nexclude = ["legacy"]\n')
+    write(tree, "pyproject.toml", '[tool.frozen-lifecycle.gate]\nexclude = ["legacy"]\n')
     done = run_gate(tree)
     assert "scripts/new.sql" in done.stdout
     assert "legacy/old.sql" not in done.stdout
-    write(tree, "pyproject.toml", '[tool.reportexport.gate]\npaths = ["src", "legacy"]\n')
+    write(tree, "pyproject.toml", '[tool.frozen-lifecycle.gate]\npaths = ["src", "legacy"]\n')
     done = run_gate(tree)
     assert "legacy/old.sql" in done.stdout
     assert "scripts/new.sql" not in done.stdout
 
 
-def test_a_gate_toml_serves_a_repository_without_pyproject(tree: Path) -> None:  # noqa: F811
+def test_the_former_table_name_is_read_and_both_names_at_once_are_refused(
+    tree: Path,  # noqa: F811
+) -> None:
+    """`[tool.reportexport.gate]`, where the gate's settings lived before the toolkit was a
+    package of its own, still configures it; both tables at once is a mistake to name."""
     write(tree, "scripts/new.sql", "UPDATE jobs SET status = 'stalled';\n")
-    write(tree, "gate.toml", 'exclude = ["scripts/**"]\n')
+    former = '[tool.reportexport.gate]\nexclude = ["scripts"]\n'
+    write(tree, "pyproject.toml", former + GENERATED_HERE)
+    assert run_gate(tree).returncode == 0
+    both = "[tool.reportexport.gate]\nexclude = []\n[tool.frozen-lifecycle.gate]\nexclude = []\n"
+    write(tree, "pyproject.toml", both)
+    done = run_gate(tree)
+    assert done.returncode == 2
+    assert "both [tool.frozen-lifecycle.gate] and [tool.reportexport.gate]" in done.stderr
+
+
+def test_a_gate_toml_serves_a_repository_without_pyproject(tree: Path) -> None:  # noqa: F811
+    (tree / "pyproject.toml").unlink()
+    write(tree, "scripts/new.sql", "UPDATE jobs SET status = 'stalled';\n")
+    write(tree, "gate.toml", 'exclude = ["scripts/**"]\n' + GENERATED_HERE)
     assert run_gate(tree).returncode == 0
 
 
@@ -144,6 +167,7 @@ def test_the_command_line_narrows_and_excludes(tree: Path) -> None:  # noqa: F81
 
 
 def test_a_wrong_configuration_exits_2(tree: Path) -> None:  # noqa: F811
+    (tree / "pyproject.toml").unlink()
     write(tree, "gate.toml", 'excludes = ["scripts"]\n')
     done = run_gate(tree)
     assert done.returncode == 2
@@ -240,18 +264,18 @@ def test_a_pragma_that_waives_nothing_is_a_finding(tree: Path) -> None:  # noqa:
 
 
 def test_a_quoted_alias_in_src_is_never_waived(tree: Path) -> None:  # noqa: F811
-    target = tree / "src" / "reportexport" / "render.py"
+    target = tree / "src" / "reportexport" / "csvformat.py"
     target.write_text(
         target.read_text() + f'\nLEVEL = "{ALIAS}"  # gate: allow forbidden-alias -- no\n'
     )
     done = run_gate(tree)
     assert done.returncode == 1
-    assert "src/reportexport/render.py" in done.stdout
+    assert "src/reportexport/csvformat.py" in done.stdout
     assert "no pragma waives this here" in done.stdout
 
 
 def test_in_src_a_pragma_still_serves_the_other_rules(tree: Path) -> None:  # noqa: F811
-    target = tree / "src" / "reportexport" / "render.py"
+    target = tree / "src" / "reportexport" / "csvformat.py"
     target.write_text(
         target.read_text()
         + "\n# gate: allow unknown-status -- a word another system sends us\n"
@@ -277,10 +301,9 @@ def cpu_seconds_of_one_run(args: list[str], env: dict[str, str]) -> tuple[float,
 def test_the_gate_takes_well_under_a_second_of_cpu_on_this_tree() -> None:
     """Wall time depends on what else the machine runs; the CPU the gate spends does not
     (the least of three runs, so a page cache filled by the first does not count against it)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    env.pop("REPORTEXPORT_GRAPH", None)
+    env = gate_environ()
     runs = [
-        cpu_seconds_of_one_run([sys.executable, "-S", "-m", "reportexport.gate"], env)
+        cpu_seconds_of_one_run([sys.executable, "-S", "-m", "frozen_lifecycle", "gate"], env)
         for _ in range(3)
     ]
     assert [code for _, code in runs] == [0, 0, 0]
@@ -290,9 +313,9 @@ def test_the_gate_takes_well_under_a_second_of_cpu_on_this_tree() -> None:
 FORK_PROBE = """
 import json, os, sys
 from pathlib import Path
-from reportexport import gate
-from reportexport.gate.config import load_config
-from reportexport.graph import load_graph
+from frozen_lifecycle import gate
+from frozen_lifecycle.gate.config import load_config
+from frozen_lifecycle.graph import load_graph
 
 root = Path(sys.argv[1])
 fixture = root / "contracts" / "job-status-graph.json"
@@ -332,7 +355,7 @@ def test_scanning_in_two_processes_finds_what_one_process_finds() -> None:
     """The per-file rules depend on the file alone, so a forked half gives the same results.
 
     Run in a fresh process: this one has threads, and the gate never forks beside threads."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    env = gate_environ()
     done = subprocess.run(
         [sys.executable, "-S", "-c", FORK_PROBE, str(REPO_ROOT)],
         env=env,

@@ -1,6 +1,6 @@
 """Another Python repository holds the fixture's words with typed names, as ours does.
 
-`reportexport generate --typed-names PATH` writes the module; `typed-names` in the gate's
+`frozen-lifecycle generate --typed-names PATH` writes the module; `typed-names` in the gate's
 configuration keeps it equal to the fixture; `mypy --strict` refuses a word that is not a state
 wherever a `Status` is expected.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_PATH, REPO_ROOT
+from tests.conftest import FIXTURE_PATH, gate_environ
 from tests.gate.test_gate_command import run_gate
 
 LIFECYCLE = "src/shop/lifecycle.py"
@@ -32,13 +32,12 @@ def shop(tmp_path: Path) -> Path:
     (root / "src" / "shop" / "jobs.py").write_text(
         'from shop.lifecycle import STATES, Status\n\nFIRST: Status = "queued"\nALL = STATES\n'
     )
-    (root / "pyproject.toml").write_text(f'[tool.reportexport.gate]\ntyped-names = "{LIFECYCLE}"\n')
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    env.pop("REPORTEXPORT_GRAPH", None)
+    config = f'[tool.frozen-lifecycle.gate]\ntyped-names = "{LIFECYCLE}"\n'
+    (root / "pyproject.toml").write_text(config)
     done = subprocess.run(
-        [sys.executable, "-m", "reportexport", "generate", "--typed-names", LIFECYCLE],
+        [sys.executable, "-S", "-m", "frozen_lifecycle", "generate", "--typed-names", LIFECYCLE],
         cwd=root,
-        env=env,
+        env=gate_environ(),
         capture_output=True,
         text=True,
         check=True,
@@ -121,4 +120,5 @@ def test_the_gate_keeps_the_typed_names_equal_to_the_fixture(shop: Path) -> None
     assert "generated-drift: differs from what the fixture generates" in done.stdout
     lifecycle.unlink()
     done = run_gate(shop)
-    assert f"{LIFECYCLE}:1: generated-drift: the typed names the configuration names" in done.stdout
+    missing = "generated-drift: a file the configuration names as generated is missing"
+    assert f"{LIFECYCLE}:1: {missing}" in done.stdout

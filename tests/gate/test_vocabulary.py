@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
-from reportexport.gate.lexicon import FORBIDDEN_ALIAS, UNKNOWN_STATUS, Lexicon
-from reportexport.gate.python_rules import PythonRules
-from reportexport.gate.sources import TEXT
-from reportexport.gate.text_rules import TextRules
-from reportexport.graph import load_graph
+from frozen_lifecycle.gate.lexicon import FORBIDDEN_ALIAS, UNKNOWN_STATUS, Lexicon
+from frozen_lifecycle.gate.python_rules import PythonRules
+from frozen_lifecycle.gate.sources import TEXT
+from frozen_lifecycle.gate.text_rules import TextRules
+from frozen_lifecycle.graph import load_graph
 from tests.conftest import FIXTURE_PATH
 
 GRAPH = load_graph(FIXTURE_PATH)

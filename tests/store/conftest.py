@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from reportexport.graph import Graph, load_graph
+from frozen_lifecycle.graph import Graph, load_graph
 from reportexport.store import Database, open_database
 from tests.conftest import FIXTURE_PATH
 from tests.postgres_server import ThrowawayCluster, find_postgres

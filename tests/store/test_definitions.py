@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from reportexport.graph import Graph
+from frozen_lifecycle.graph import Graph
 from reportexport.store import (
     Database,
     SchemaMismatchError,
@@ -79,7 +79,7 @@ def test_a_patched_generator_is_caught_by_the_probe_on_a_fresh_database(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """The generator and the database agree with each other here; only the fixture does not."""
-    from reportexport.graph import Edge
+    from frozen_lifecycle.graph import Edge
 
     # gate: allow undeclared-edge -- the weaker edge the probe must catch
     weaker = (*GRAPH.transitions, Edge(from_status="failed", to_status="queued", actor="worker"))

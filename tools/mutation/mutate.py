@@ -42,10 +42,20 @@ class Target:
     module: str
     tests: tuple[str, ...]
     minimum: float
+    # Where the module's package lives (a src layout) and its name: the exporter's by default,
+    # or the toolkit's (`source = "packages/frozen-lifecycle/src"`, `package = "frozen_lifecycle"`).
+    source: str = "src"
+    package: str = "reportexport"
 
     @property
     def path(self) -> str:
-        return f"src/reportexport/{self.module}.py"
+        """The module's file in the repository."""
+        return f"{self.source}/{self.package}/{self.module}.py"
+
+    @property
+    def mutmut_path(self) -> str:
+        """The same file in the work directory, whose `src` is the module's source directory."""
+        return f"src/{self.package}/{self.module}.py"
 
     @property
     def workdir_name(self) -> str:
@@ -110,6 +120,8 @@ def load_targets(path: Path) -> dict[str, Target]:
             module=entry["module"],
             tests=tuple(entry["tests"]),
             minimum=float(entry.get("minimum", default_minimum)),
+            source=entry.get("source", "src"),
+            package=entry.get("package", "reportexport"),
         )
         targets[target.module] = target
     return targets
@@ -150,8 +162,8 @@ def _mutmut_config(target: Target, root: Path) -> str:
         project
         + "\n[tool.mutmut]\n"
         + 'source_paths = ["src"]\n'
-        + f'only_mutate = ["{target.path}"]\n'
-        + 'also_copy = ["contracts"]\n'
+        + f'only_mutate = ["{target.mutmut_path}"]\n'
+        + 'also_copy = ["contracts", "packages"]\n'
         + f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}\n"
         + 'pytest_add_cli_args = ["-p", "no:cacheprovider"]\n'
         + "use_git_change_detection = false\n"
@@ -159,12 +171,15 @@ def _mutmut_config(target: Target, root: Path) -> str:
 
 
 def prepare_workdir(target: Target, root: Path, work: Path) -> Path:
-    """A fresh directory that looks like the project to mutmut: links to src, tests, contracts."""
+    """A fresh directory that looks like the project to mutmut: `src` links to the module's
+    source directory (mutmut copies and mutates what is under `src`), and links to tests,
+    contracts and packages (the toolkit's tests live there)."""
     workdir = work / target.workdir_name
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    for name in ("src", "tests", "contracts"):
+    (workdir / "src").symlink_to(root / target.source, target_is_directory=True)
+    for name in ("tests", "contracts", "packages"):
         (workdir / name).symlink_to(root / name, target_is_directory=True)
     (workdir / "pyproject.toml").write_text(_mutmut_config(target, root), encoding="utf-8")
     return workdir
@@ -272,7 +287,7 @@ def run_target(target: Target, root: Path, work: Path, equivalents: list[Equival
     results = _mutmut(workdir, "results", "--all", "true")
     source = (root / target.path).read_text(encoding="utf-8")
     spans = _function_lines(source)
-    functions = _mutated_functions(workdir / "mutants" / target.path)
+    functions = _mutated_functions(workdir / "mutants" / target.mutmut_path)
     mine = [e for e in equivalents if e.module == target.module]
     used: set[int] = set()
     for line in results.stdout.splitlines():

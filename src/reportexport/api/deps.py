@@ -14,8 +14,8 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from fastapi import Path as PathParam
 
+from frozen_lifecycle.graph import Graph
 from reportexport.api.problems import ProblemError
-from reportexport.graph import Graph
 from reportexport.records import Heartbeat, MetricsSnapshot, User
 from reportexport.services.exports import KEY_PATTERN, MAX_ID, MAX_KEY_LENGTH, ExportService
 from reportexport.services.operators import OperatorService

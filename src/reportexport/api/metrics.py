@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from reportexport.graph import Graph
+from frozen_lifecycle.graph import Graph
 from reportexport.records import Heartbeat, MetricsSnapshot, ScheduleTotals
 
 

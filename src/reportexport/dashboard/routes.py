@@ -19,6 +19,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from frozen_lifecycle.render import TABLE_HEADER, decision_rows, render_svg
 from reportexport.api.deps import parts
 from reportexport.api.problems import ProblemError, status_of
 from reportexport.dashboard import forms
@@ -55,7 +56,6 @@ from reportexport.dashboard.ui import (
 from reportexport.job_status import CANCELS, TransitionError
 from reportexport.parameters import InvalidParametersError, ParameterError, single_values
 from reportexport.records import Job, User
-from reportexport.render import TABLE_HEADER, decision_rows, render_svg
 from reportexport.services.errors import GoneError, NotFoundError, ServiceError
 from reportexport.services.exports import JobView
 from reportexport.services.sessions import SignInLimitError

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
+from frozen_lifecycle.graph import Graph
 from reportexport.exports import verify_published
-from reportexport.graph import Graph
 from reportexport.lifecycle import Effect, is_effect
 from reportexport.objects import ObjectStore
 from reportexport.records import SideEffect

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from frozen_lifecycle.graph import Graph
 from reportexport.effects.backoff import RetryPolicy
 from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
-from reportexport.graph import Graph
 from reportexport.lifecycle import Effect
 from reportexport.loops import Supervisor
 from reportexport.records import ClaimedEffect, Heartbeat

@@ -11,7 +11,7 @@ did) and `schema` (upgrade, check, probe). A consumer takes the role it uses.
 
 from __future__ import annotations
 
-from reportexport.graph import Graph
+from frozen_lifecycle.graph import Graph
 from reportexport.records import (
     Claim,
     ClaimedEffect,

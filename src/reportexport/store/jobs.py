@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reportexport.graph import Graph
+from frozen_lifecycle.graph import Graph
 from reportexport.job_status import CANCELS, check_transition
 from reportexport.records import (
     AuditEntry,

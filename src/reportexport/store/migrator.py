@@ -11,12 +11,12 @@ import json
 import random
 import time
 
-from reportexport.graph import Graph
-from reportexport.graph_sql import postgres_graph_sql, sqlite_graph_sql
+from frozen_lifecycle.graph import Graph
 from reportexport.store.definitions import Definitions, program_digest
 from reportexport.store.dialect import migration_files
 from reportexport.store.driver import SchemaDriver
 from reportexport.store.errors import StoreError, TransientStoreError
+from reportexport.store.guards import GRAPH_SQL
 from reportexport.store.probe import Probe, ProbeReport
 from reportexport.store.schema import (
     DEFINITIONS_KEY,
@@ -35,7 +35,6 @@ from reportexport.store.schema import (
 UPGRADE_ATTEMPTS = 30
 UPGRADE_FIRST_PAUSE_SECONDS = 0.2
 UPGRADE_MAX_PAUSE_SECONDS = 2.0
-GRAPH_SQL = {"sqlite": sqlite_graph_sql, "postgres": postgres_graph_sql}
 
 
 class Schema:

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reportexport.graph import Graph
-from reportexport.graph_sql import q
+from frozen_lifecycle.graph import Graph
+from frozen_lifecycle.sql import q
 from reportexport.job_status import TransitionError, check_transition
 
 NOT_A_STATE = "probe_not_a_state"

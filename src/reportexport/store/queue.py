@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from reportexport.graph import Graph
+from frozen_lifecycle.graph import Graph
 from reportexport.job_status import CLAIM, check_transition
 from reportexport.records import Claim, ClaimedJob, JobId, Lease, Outcome
 from reportexport.store.driver import Driver, Row, Session

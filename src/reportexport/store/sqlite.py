@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reportexport.graph_sql import SQLITE_EFFECTS_TRIGGER_PREFIX
+from frozen_lifecycle.sql import SQLITE_EFFECTS_TRIGGER_PREFIX
 from reportexport.store.definitions import GRAPH_TABLES, Definitions, graph_rows, normalized
 from reportexport.store.dialect import load_queries
 from reportexport.store.driver import Row, TextCodec

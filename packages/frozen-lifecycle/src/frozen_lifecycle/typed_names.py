@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reportexport.graph import Graph
-
-TYPED_NAMES_PATH = "src/reportexport/lifecycle.py"
+from frozen_lifecycle.graph import Graph
+from frozen_lifecycle.provenance import DEFAULT_PROVENANCE, Provenance
 
 _TEMPLATE = '''\
-"""The job lifecycle's names, typed: generated from contracts/job-status-graph.json by
-`reportexport generate`. Do not edit; the gate fails when this file drifts from the fixture.
+"""The job lifecycle's names, typed: generated from {fixture} by
+`{command}`. Do not edit; the gate fails when this file drifts from the fixture.
 
 `Status`, `Actor` and `Effect` are the only words a status, an actor or a side effect can be:
 mypy refuses any other literal wherever these types flow. `From<State>By<Actor>` holds the
@@ -127,7 +126,7 @@ def _literal(values: list[str]) -> str:
     return f"Literal[\n{_lines(values)}\n]"
 
 
-def render_typed_names(graph: Graph) -> str:
+def render_typed_names(graph: Graph, *, provenance: Provenance = DEFAULT_PROVENANCE) -> str:
     """The generated module's text (fixture names are plain lower-case words already)."""
     transitions = "\n".join(
         f"    ({_quoted(e.from_status)}, {_quoted(e.to_status)}, {_quoted(e.actor)}),"
@@ -138,6 +137,8 @@ def render_typed_names(graph: Graph) -> str:
         for state, effects in graph.side_effects.items()
     )
     return _TEMPLATE.format(
+        fixture=provenance.fixture,
+        command=provenance.command,
         fingerprint=_quoted(graph.fingerprint),
         states=_lines(graph.states),
         terminal=_lines(graph.terminal),

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from reportexport.gate.lexicon import (
+from frozen_lifecycle.gate.lexicon import (
     NOT_INITIAL,
     STATES_NAME,
     STATUS_KEY,
@@ -48,9 +48,9 @@ from reportexport.gate.lexicon import (
     lines_of,
     status_hit,
 )
-from reportexport.gate.sql import SqlRules, looks_like_sql
-from reportexport.gate.states import check_states
-from reportexport.gate.vocabulary import Vocabulary
+from frozen_lifecycle.gate.sql import SqlRules, looks_like_sql
+from frozen_lifecycle.gate.states import check_states
+from frozen_lifecycle.gate.vocabulary import Vocabulary
 
 EFFECT_HANDLERS = "effect-handlers"
 API_ENUM = "api-status-enum"

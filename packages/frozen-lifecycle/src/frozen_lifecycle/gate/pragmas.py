@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from reportexport.gate.findings import Finding
-from reportexport.gate.sources import JSON, MARKDOWN, PYTHON, SCRIPT, SQL, TEMPLATE, TEXT, YAML
+from frozen_lifecycle.gate.findings import Finding
+from frozen_lifecycle.gate.sources import JSON, MARKDOWN, PYTHON, SCRIPT, SQL, TEMPLATE, TEXT, YAML
 
 PRAGMA_REASON = "pragma-reason"
 PRAGMA_UNUSED = "pragma-unused"

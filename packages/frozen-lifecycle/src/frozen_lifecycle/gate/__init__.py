@@ -1,8 +1,8 @@
 """The gate: fail CI when anything drifts from the frozen job status graph.
 
 Standard library only, and it never imports the application: every check reads source text,
-the AST or committed generated files. Run it as `reportexport gate` or
-`python -m reportexport.gate`.
+the AST or committed generated files. Run it as `frozen-lifecycle gate`, or with nothing
+installed as `PYTHONPATH=<toolkit>/src python3 -S -m frozen_lifecycle gate`.
 
 Exit status: 0 clean, 1 drift found, 2 the fixture itself is invalid or the call is wrong.
 """
@@ -19,25 +19,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reportexport import generated
-from reportexport.gate.commits import GENERATED_DRIFT, GitError, check_commits
-from reportexport.gate.config import Config, ConfigError, compile_patterns, load_config
-from reportexport.gate.findings import FIXTURE_INVALID, Finding, render
-from reportexport.gate.lexicon import FORBIDDEN_ALIAS, NO_SOURCE_STATE, Facts, Lexicon
-from reportexport.gate.pragmas import Pragma, StrictRule, Waived, apply_pragmas, find_pragmas
-from reportexport.gate.python_rules import EFFECT_HANDLERS, HANDLER_DECORATOR, PythonRules
-from reportexport.gate.sources import PYTHON, display, is_test_file, iter_sources
-from reportexport.gate.states import STATES_MISSING
-from reportexport.gate.text_rules import TextRules
-from reportexport.graph import (
-    FIXTURE_NAME,
-    GRAPH_ENV,
-    Graph,
-    InvalidGraphError,
-    default_fixture_path,
-    load_graph,
-)
-from reportexport.typed_names import TYPED_NAMES_PATH, render_typed_names
+from frozen_lifecycle import generated
+from frozen_lifecycle.gate.commits import GENERATED_DRIFT, GitError, check_commits
+from frozen_lifecycle.gate.config import Config, ConfigError, compile_patterns, load_config
+from frozen_lifecycle.gate.findings import FIXTURE_INVALID, Finding, render
+from frozen_lifecycle.gate.lexicon import FORBIDDEN_ALIAS, NO_SOURCE_STATE, Facts, Lexicon
+from frozen_lifecycle.gate.pragmas import Pragma, StrictRule, Waived, apply_pragmas, find_pragmas
+from frozen_lifecycle.gate.python_rules import EFFECT_HANDLERS, HANDLER_DECORATOR, PythonRules
+from frozen_lifecycle.gate.sources import PYTHON, display, is_test_file, iter_sources
+from frozen_lifecycle.gate.states import STATES_MISSING
+from frozen_lifecycle.gate.text_rules import TextRules
+from frozen_lifecycle.graph import DEFAULT_FIXTURE, GRAPH_ENV, Graph, InvalidGraphError, load_graph
 
 EXIT_CLEAN, EXIT_DRIFT, EXIT_INVALID = 0, 1, 2
 SYNTAX = "syntax"
@@ -103,7 +95,7 @@ class Scanner:
         self.python = PythonRules(lexicon)
         self.text = TextRules(lexicon)
         # Generated files list the states by design; generated-drift keeps them current.
-        self.generated = generated.artifact_paths() | set(generated_paths)
+        self.generated = set(generated_paths)
         self.memo = memo
 
     def scan(self, source: SourceFile) -> Scanned:
@@ -235,28 +227,14 @@ def check_generated(ctx: Context) -> Iterator[Finding]:
         target = ctx.root / path
         return target.read_text(encoding="utf-8") if target.is_file() else None
 
-    for drift in generated.drift(ctx.graph, read):
+    artifacts = generated.artifacts(ctx.config.targets())
+    command = ctx.config.generated_by
+    for drift in generated.drift(ctx.graph, read, artifacts, command=command):
         yield Finding(path=drift.path, line=drift.line, code=GENERATED_DRIFT, message=drift.message)
-    typed_names = ctx.config.typed_names
-    if typed_names and typed_names != TYPED_NAMES_PATH:  # another repository's typed names
-        have = read(typed_names)
-        command = f"run `reportexport generate --typed-names {typed_names}`"
-        if have is None:
-            message = f"the typed names the configuration names are missing; {command}"
-            yield Finding(path=typed_names, line=1, code=GENERATED_DRIFT, message=message)
-        elif have != render_typed_names(ctx.graph):
-            line = _first_difference(have, render_typed_names(ctx.graph))
-            message = f"differs from what the fixture generates; {command}"
-            yield Finding(path=typed_names, line=line, code=GENERATED_DRIFT, message=message)
-
-
-def _first_difference(have: str, want: str) -> int:
-    """The first line (from 1) where two texts differ."""
-    have_lines, want_lines = have.splitlines(), want.splitlines()
-    for number, (a, b) in enumerate(zip(have_lines, want_lines, strict=False), 1):
-        if a != b:
-            return number
-    return min(len(have_lines), len(want_lines)) + 1
+    for artifact in artifacts:
+        if isinstance(artifact, generated.GeneratedFile) and read(artifact.path) is None:
+            message = f"a file the configuration names as generated is missing; run `{command}`"
+            yield Finding(path=artifact.path, line=1, code=GENERATED_DRIFT, message=message)
 
 
 # Later layers append their checks here, so one command covers the whole tree.
@@ -268,19 +246,27 @@ CHECKS: list[Check] = [
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="reportexport gate",
+        prog="frozen-lifecycle gate",
         description="Fail when code, generated files or history drift from the job status graph.",
     )
     add_arguments(p)
     return p
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(
+    p: argparse.ArgumentParser,
+    *,
+    graph_envs: Sequence[str] = (GRAPH_ENV,),
+    graph_fallback: Path | None = None,
+) -> None:
+    """The gate's options; `graph_envs` are the variables that may name the fixture (the first
+    one set wins), `graph_fallback` the fixture used where the root has none."""
+    p.set_defaults(graph_envs=tuple(graph_envs), graph_fallback=graph_fallback, gate_prog=p.prog)
     p.add_argument(
         "--graph",
         metavar="FILE",
-        help=f"the fixture (default: the config's graph, ${GRAPH_ENV}, "
-        f"else contracts/{FIXTURE_NAME} in the root)",
+        help=f"the fixture (default: the config's graph, ${graph_envs[0]}, "
+        f"else {DEFAULT_FIXTURE} in the root)",
     )
     p.add_argument("--format", choices=("text", "json", "github"), default="text")
     p.add_argument(
@@ -305,15 +291,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def resolve_fixture(root: Path, option: str | None, config: Config | None = None) -> Path:
+def resolve_fixture(
+    root: Path,
+    option: str | None,
+    config: Config | None = None,
+    graph_envs: Sequence[str] = (GRAPH_ENV,),
+    fallback: Path | None = None,
+) -> Path:
+    """--graph, else the configuration's graph, else the first variable of `graph_envs` that
+    is set, else contracts/job-status-graph.json under the root (else `fallback`, if any)."""
     if option:
         return Path(option)
     if config is not None and config.graph:
         return root / config.graph
-    if os.environ.get(GRAPH_ENV):
-        return Path(os.environ[GRAPH_ENV])
-    local = root / "contracts" / FIXTURE_NAME
-    return local if local.is_file() else default_fixture_path()
+    for name in graph_envs:
+        if os.environ.get(name):
+            return Path(os.environ[name])
+    local = root / DEFAULT_FIXTURE
+    return fallback if fallback is not None and not local.is_file() else local
+
+
+def fixture_of(args: argparse.Namespace, root: Path, config: Config | None) -> Path:
+    """The fixture a command parsed by `add_arguments` (or one like it) names."""
+    return resolve_fixture(
+        root,
+        getattr(args, "graph", None),
+        config,
+        getattr(args, "graph_envs", (GRAPH_ENV,)),
+        getattr(args, "graph_fallback", None),
+    )
 
 
 @contextlib.contextmanager
@@ -330,14 +336,15 @@ def _without_cyclic_gc() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    prog = getattr(args, "gate_prog", "frozen-lifecycle gate")
     with _without_cyclic_gc():
         root = Path(args.root)
         try:
             config = load_config(root)
         except ConfigError as exc:
-            print(f"reportexport gate: {exc}", file=sys.stderr)
+            print(f"{prog}: {exc}", file=sys.stderr)
             return EXIT_INVALID
-        fixture = resolve_fixture(root, args.graph, config)
+        fixture = fixture_of(args, root, config)
         fixture_name = display(fixture, root)
         try:
             graph = load_graph(fixture)
@@ -350,16 +357,14 @@ def run(args: argparse.Namespace) -> int:
         paths = tuple(root / p for p in (args.paths or config.paths))
         missing = [p for p in paths if not p.exists()]
         if missing:
-            print(
-                f"reportexport gate: no such path: {', '.join(map(str, missing))}", file=sys.stderr
-            )
+            print(f"{prog}: no such path: {', '.join(map(str, missing))}", file=sys.stderr)
             return EXIT_INVALID
         findings, waived = check_tree(root, graph, fixture, paths, config, exclude=args.exclude)
         if args.commits:
             try:
-                findings += check_commits(root, args.commits, fixture_name)
+                findings += check_commits(root, args.commits, fixture_name, config)
             except GitError as exc:
-                print(f"reportexport gate: {exc}", file=sys.stderr)
+                print(f"{prog}: {exc}", file=sys.stderr)
                 return EXIT_INVALID
         invalid = any(f.code == FIXTURE_INVALID for f in findings)
         code = EXIT_INVALID if invalid else EXIT_DRIFT if findings else EXIT_CLEAN
@@ -379,7 +384,8 @@ def check_tree(
     """Every check over the files under `paths`: the findings left after the pragmas, and the
     exceptions the pragmas made."""
     files = read_sources(root, paths, fixture, (*config.exclude, *exclude))
-    scanner = Scanner(graph, memo, [config.typed_names] if config.typed_names else [])
+    generated_paths = generated.artifact_paths(generated.artifacts(config.targets()))
+    scanner = Scanner(graph, memo, generated_paths)
     scanned = scan_all(scanner, files)
     ctx = Context(
         root=root,

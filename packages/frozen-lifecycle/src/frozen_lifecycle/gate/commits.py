@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from reportexport import generated
-from reportexport.gate.findings import Finding
-from reportexport.graph import InvalidGraphError, parse_graph
+from frozen_lifecycle import generated
+from frozen_lifecycle.gate.config import Config
+from frozen_lifecycle.gate.findings import Finding
+from frozen_lifecycle.graph import InvalidGraphError, parse_graph
 
 FIXTURE_COMMIT_MIXED = "fixture-commit-mixed"
 GENERATED_DRIFT = "generated-drift"
@@ -45,8 +46,14 @@ def _show(root: Path, commit: str, path: str) -> str | None:
     return done.stdout.decode("utf-8") if done.returncode == 0 else None
 
 
-def check_commits(root: Path, spec: str, fixture: str) -> Iterator[Finding]:
-    allowed = generated.artifact_paths()
+def check_commits(
+    root: Path, spec: str, fixture: str, config: Config | None = None
+) -> Iterator[Finding]:
+    """What each commit of `spec` that changes the fixture carries besides it, judged by the
+    artifacts the configuration (of the tree checked now) names."""
+    config = config or Config()
+    artifacts = generated.artifacts(config.targets())
+    allowed = generated.artifact_paths(artifacts)
     for commit in commits_in(root, spec):
         changed = _git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", commit)
         files = set(changed.split())
@@ -61,14 +68,14 @@ def check_commits(root: Path, spec: str, fixture: str) -> Iterator[Finding]:
                 message=f"commit {short} changes the fixture and also this file; "
                 "a lifecycle change carries only files regenerated from the fixture",
             )
-        yield from _regions_only(root, commit, short, files & allowed)
-        yield from _matches_fixture(root, commit, short, fixture)
+        region_files = {a.path for a in artifacts if isinstance(a, generated.Region)}
+        yield from _regions_only(root, commit, short, files & region_files)
+        yield from _matches_fixture(root, commit, short, fixture, artifacts, config.generated_by)
 
 
 def _regions_only(root: Path, commit: str, short: str, paths: set[str]) -> Iterator[Finding]:
     """In files with generated regions, nothing outside the regions may change."""
-    region_files = {a.path for a in generated.ARTIFACTS if isinstance(a, generated.Region)}
-    for path in sorted(paths & region_files):
+    for path in sorted(paths):
         before, after = _show(root, f"{commit}^", path), _show(root, commit, path)
         if before is None or after is None:
             continue
@@ -82,7 +89,14 @@ def _regions_only(root: Path, commit: str, short: str, paths: set[str]) -> Itera
             )
 
 
-def _matches_fixture(root: Path, commit: str, short: str, fixture: str) -> Iterator[Finding]:
+def _matches_fixture(
+    root: Path,
+    commit: str,
+    short: str,
+    fixture: str,
+    artifacts: list[generated.Artifact],
+    command: str,
+) -> Iterator[Finding]:
     text = _show(root, commit, fixture)
     if text is None:
         return
@@ -94,7 +108,10 @@ def _matches_fixture(root: Path, commit: str, short: str, fixture: str) -> Itera
                 path=fixture, line=1, code="fixture-invalid", message=f"{short}: {defect}"
             )
         return
-    for drift in generated.drift(graph, lambda path: _show(root, commit, path)):
+    at_commit = generated.drift(
+        graph, lambda path: _show(root, commit, path), artifacts, command=command
+    )
+    for drift in at_commit:
         yield Finding(
             path=drift.path,
             line=drift.line,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from reportexport.gate.lexicon import (
+from frozen_lifecycle.gate.lexicon import (
     STATES_INVENTED,
     STATES_NAME,
     Facts,
@@ -36,10 +36,10 @@ from reportexport.gate.lexicon import (
     lines_of,
     status_hit,
 )
-from reportexport.gate.sources import JSON, MARKDOWN, SCRIPT, SQL, TEMPLATE, YAML
-from reportexport.gate.sql import SqlRules, looks_like_sql
-from reportexport.gate.states import check_words
-from reportexport.gate.vocabulary import Vocabulary
+from frozen_lifecycle.gate.sources import JSON, MARKDOWN, SCRIPT, SQL, TEMPLATE, YAML
+from frozen_lifecycle.gate.sql import SqlRules, looks_like_sql
+from frozen_lifecycle.gate.states import check_words
+from frozen_lifecycle.gate.vocabulary import Vocabulary
 
 _NAME = r"(?:(?:\w+_)?(?:status|state)|[a-z][\w$]*(?:Status|State))\b"
 _JS_STATUS = (

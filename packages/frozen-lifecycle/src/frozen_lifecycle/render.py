@@ -1,7 +1,7 @@
 """Render a job status graph as the case study's decision table and as diagrams.
 
 Pure functions of the graph alone; the README's generated regions and
-`reportexport graph` both come from here.
+`frozen-lifecycle graph` both come from here.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from reportexport.graph import Edge, Graph
+from frozen_lifecycle.graph import Edge, Graph
 
 TABLE_HEADER = ("Current status", "Event", "Next status", "Actor", "Side effect")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from reportexport.gate.lexicon import (
+from frozen_lifecycle.gate.lexicon import (
     WRONG_ACTOR,
     Hit,
     Lexicon,

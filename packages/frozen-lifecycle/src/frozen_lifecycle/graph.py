@@ -1,8 +1,9 @@
 """Load and validate a job status graph fixture (standard library only).
 
-The fixture (contracts/job-status-graph.json) is the single source of truth for the job
-lifecycle. This module turns it into a frozen `Graph` after checking the JSON Schema and
-every structural rule, and reporting each defect with the item that causes it.
+The fixture (by convention contracts/job-status-graph.json) is the single source of truth for
+a job lifecycle. This module turns it into a frozen `Graph` after checking the JSON Schema
+(job-status-graph.schema.json, carried beside this module) and every structural rule, and
+reporting each defect with the item that causes it.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from reportexport.schema_check import schema_errors
+from frozen_lifecycle.schema_check import schema_errors
 
 FIXTURE_NAME = "job-status-graph.json"
 SCHEMA_NAME = "job-status-graph.schema.json"
-GRAPH_ENV = "REPORTEXPORT_GRAPH"
+GRAPH_ENV = "FROZEN_LIFECYCLE_GRAPH"
+# Where a repository keeps its fixture, as the case study lays it out.
+DEFAULT_FIXTURE = "contracts/" + FIXTURE_NAME
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
 
@@ -85,42 +88,19 @@ def fingerprint(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def default_fixture_path() -> Path:
-    """Where the fixture comes from when no --graph is given.
-
-    REPORTEXPORT_GRAPH wins; then the copy inside an installed wheel; then the checkout's
-    contracts/ directory (an editable install or a bare source tree).
-    """
-    override = os.environ.get(GRAPH_ENV)
-    if override:
-        return Path(override)
-    return packaged_fixture_path()
-
-
-def packaged_fixture_path() -> Path:
-    """The fixture this program was built with: inside an installed wheel, or the checkout's
-    contracts/ directory (an editable install or a bare source tree)."""
-    packaged = resources.files("reportexport").joinpath("contracts", FIXTURE_NAME)
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "contracts" / FIXTURE_NAME
-
-
-def schema_path() -> Path:
-    packaged = resources.files("reportexport").joinpath("contracts", SCHEMA_NAME)
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "contracts" / SCHEMA_NAME
+def schema_text() -> str:
+    """The JSON Schema every fixture must satisfy, as this package carries it."""
+    return resources.files(__package__).joinpath(SCHEMA_NAME).read_text(encoding="utf-8")
 
 
 @functools.cache
 def load_schema() -> dict[str, Any]:
-    return json.loads(schema_path().read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    return json.loads(schema_text())  # type: ignore[no-any-return]
 
 
-def load_graph(path: str | os.PathLike[str] | None = None) -> Graph:
+def load_graph(path: str | os.PathLike[str]) -> Graph:
     """Read, validate and freeze a fixture; raises InvalidGraphError naming every defect."""
-    fixture = Path(path) if path is not None else default_fixture_path()
+    fixture = Path(path)
     text = fixture.read_text(encoding="utf-8")
     return parse_graph(text, source=str(fixture))
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from reportexport.gate.lexicon import (
+from frozen_lifecycle.gate.lexicon import (
     NO_SOURCE_STATE,
     NOT_INITIAL,
     STATES_INVENTED,

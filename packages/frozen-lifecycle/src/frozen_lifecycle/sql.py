@@ -1,23 +1,25 @@
 """SQL generated from the job status graph: what each database holds of the fixture.
 
 Pure functions of the graph (standard library only), so the gate can regenerate and compare
-the committed files `sql/<dialect>/graph.sql` without importing a database driver.
-Applying a file is idempotent: `reportexport db upgrade` runs it whenever the database's
-recorded fingerprint differs from the fixture's.
+committed copies without importing a database driver. Applying the text is idempotent: a
+migrator runs it whenever the database's recorded fingerprint differs from the fixture's
+(`reportexport db upgrade` does), or a team pastes `frozen-lifecycle sql` into a migration.
+
+The guards expect these tables (the README of this package lists their columns): `jobs` with
+`status` and the change intent `change_actor`, `change_person`, `change_reason`,
+`change_worker`, `updated_at` and `finished_at`; `job_history`; `job_side_effects`; and the
+graph's own `job_states`, `job_transitions`, `job_state_effects`, which the text refills.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reportexport.graph import Graph
+from frozen_lifecycle.graph import Graph
+from frozen_lifecycle.provenance import DEFAULT_PROVENANCE, Provenance
 
-HEADER = (
-    "-- Generated from contracts/job-status-graph.json by `reportexport generate`: do not edit.\n"
-    "-- fingerprint: {fingerprint}\n"
-)
-SQLITE_PATH = "src/reportexport/store/sql/sqlite/graph.sql"
-POSTGRES_PATH = "src/reportexport/store/sql/postgres/graph.sql"
+DIALECTS = ("postgresql", "sqlite")
+HEADER = "-- Generated from {fixture} by `{command}`: do not edit.\n-- fingerprint: {fingerprint}\n"
 SQLITE_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 
@@ -59,11 +61,23 @@ def graph_rows(graph: Graph, *, true: str, false: str) -> list[str]:
     return statements
 
 
-def postgres_graph_sql(graph: Graph) -> str:
-    """Graph tables, status and actor constraints; the guard function reads the tables."""
+def _header(graph: Graph, provenance: Provenance) -> str:
+    return HEADER.format(
+        fixture=provenance.fixture, command=provenance.command, fingerprint=graph.fingerprint
+    )
+
+
+def postgres_graph_sql(
+    graph: Graph, *, provenance: Provenance = DEFAULT_PROVENANCE, notify_channel: str | None = None
+) -> str:
+    """Graph tables, status and actor constraints, and the guard function and its trigger.
+
+    With `notify_channel`, the guard also sends `NOTIFY channel, '<id> <status>'` for each
+    change no worker made (a person's cancel), so workers can listen for it.
+    """
     terminal = in_list(graph.terminal)
     parts = [
-        HEADER.format(fingerprint=graph.fingerprint),
+        _header(graph, provenance),
         *graph_rows(graph, true="true", false="false"),
         "",
         "ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_status_is_a_state;",
@@ -76,7 +90,7 @@ def postgres_graph_sql(graph: Graph) -> str:
         "",
         _queue_index(graph),
         "",
-        _postgres_guard(graph),
+        _postgres_guard(graph, notify_channel),
     ]
     return "\n".join(parts) + "\n"
 
@@ -121,12 +135,7 @@ BEGIN
             ELSE NULL;
         END CASE;
         NEW.updated_at := clock_timestamp();
-        -- Workers learn of changes they did not make (a person's cancel); NOTIFY serialises
-        -- commits, so changes made by workers send none.
-        IF NEW.change_worker IS NULL THEN
-            PERFORM pg_notify('reportexport_jobs', OLD.id || ' ' || NEW.status);
-        END IF;
-    END IF;
+@NOTIFY@    END IF;
     NEW.change_actor := NULL;
     NEW.change_person := NULL;
     NEW.change_reason := NULL;
@@ -141,7 +150,17 @@ CREATE TRIGGER jobs_status_guard
 ALTER TABLE jobs ENABLE ALWAYS TRIGGER jobs_status_guard;"""
 
 
-def _postgres_guard(graph: Graph) -> str:
+_PG_NOTIFY = """\
+        -- Workers learn of changes they did not make (a person's cancel); NOTIFY serialises
+        -- commits, so changes made by workers send none.
+        IF NEW.change_worker IS NULL THEN
+            PERFORM pg_notify(@CHANNEL@, OLD.id || ' ' || NEW.status);
+        END IF;
+"""
+
+
+def _postgres_guard(graph: Graph, notify_channel: str | None) -> str:
+    notify = _PG_NOTIFY.replace("@CHANNEL@", q(notify_channel)) if notify_channel else ""
     edges = "\n".join(
         f"            WHEN OLD.status = {q(e.from_status)} AND NEW.status = {q(e.to_status)}"
         f" THEN {q(e.actor)}"
@@ -163,17 +182,18 @@ def _postgres_guard(graph: Graph) -> str:
         .replace("@TERMINAL@", in_list(graph.terminal))
         .replace("@EDGES@", edges)
         .replace("@TERMINALS@", "\n".join(terminals))
+        .replace("@NOTIFY@", notify)
     )
 
 
-def sqlite_graph_sql(graph: Graph) -> str:
+def sqlite_graph_sql(graph: Graph, *, provenance: Provenance = DEFAULT_PROVENANCE) -> str:
     """Graph tables and the guard triggers.
 
     SQLite's RAISE takes a literal message only, so every error the graph can produce is
     spelled out here, one CASE branch per (state) or (from, to) or (edge, actor).
     """
     parts = [
-        HEADER.format(fingerprint=graph.fingerprint),
+        _header(graph, provenance),
         *graph_rows(graph, true="1", false="0"),
         "",
         _queue_index(graph),
@@ -309,3 +329,137 @@ def _sqlite_status_recorded(graph: Graph) -> str:
         "   WHERE id = NEW.id;\n"
         "END;"
     )
+
+
+def guards_sql(
+    graph: Graph,
+    dialect: str,
+    *,
+    provenance: Provenance = DEFAULT_PROVENANCE,
+    notify_channel: str | None = None,
+) -> str:
+    """The guards of one dialect (`postgresql` or `sqlite`)."""
+    if dialect == "postgresql":
+        return postgres_graph_sql(graph, provenance=provenance, notify_channel=notify_channel)
+    if dialect == "sqlite":
+        return sqlite_graph_sql(graph, provenance=provenance)
+    raise ValueError(f"no guards for dialect {dialect!r}: choose one of {', '.join(DIALECTS)}")
+
+
+_SQLITE_TABLES = f"""\
+-- The tables the guards of `frozen-lifecycle sql --dialect sqlite` expect, at their smallest:
+-- add your own columns to jobs, job_history and job_side_effects as you need.
+CREATE TABLE IF NOT EXISTS job_states (
+  status TEXT PRIMARY KEY,
+  is_initial INTEGER NOT NULL,
+  is_terminal INTEGER NOT NULL,
+  position INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_transitions (
+  from_status TEXT NOT NULL,
+  to_status TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  PRIMARY KEY (from_status, to_status)
+);
+CREATE TABLE IF NOT EXISTS job_state_effects (
+  status TEXT NOT NULL,
+  effect TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (status, effect)
+);
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY,
+  status TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT ({SQLITE_NOW}),
+  updated_at TEXT NOT NULL DEFAULT ({SQLITE_NOW}),
+  finished_at TEXT,
+  -- The intent of a status change, set in the same UPDATE as the status: the guard records it
+  -- in job_history and clears it, so the next change must name its own actor.
+  change_actor TEXT,
+  change_person TEXT,
+  change_reason TEXT,
+  change_worker TEXT
+);
+CREATE TABLE IF NOT EXISTS job_history (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  from_status TEXT NOT NULL,
+  to_status TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  person TEXT,
+  reason TEXT,
+  worker TEXT,
+  at TEXT NOT NULL DEFAULT ({SQLITE_NOW})
+);
+CREATE TABLE IF NOT EXISTS job_side_effects (
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  status TEXT NOT NULL,
+  effect TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT ({SQLITE_NOW}),
+  PRIMARY KEY (job_id, effect)
+);
+"""
+
+_POSTGRES_TABLES = """\
+-- The tables the guards of `frozen-lifecycle sql --dialect postgresql` expect, at their
+-- smallest: add your own columns to jobs, job_history and job_side_effects as you need.
+CREATE TABLE IF NOT EXISTS job_states (
+    status      text PRIMARY KEY,
+    is_initial  boolean NOT NULL,
+    is_terminal boolean NOT NULL,
+    position    integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_transitions (
+    from_status text NOT NULL,
+    to_status   text NOT NULL,
+    actor       text NOT NULL,
+    PRIMARY KEY (from_status, to_status)
+);
+CREATE TABLE IF NOT EXISTS job_state_effects (
+    status   text NOT NULL,
+    effect   text NOT NULL,
+    position integer NOT NULL,
+    PRIMARY KEY (status, effect)
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    status        text NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished_at   timestamptz,
+    -- The intent of a status change, set in the same UPDATE as the status: the guard records
+    -- it in job_history and clears it, so the next change must name its own actor.
+    change_actor  text,
+    change_person text,
+    change_reason text,
+    change_worker text
+);
+CREATE TABLE IF NOT EXISTS job_history (
+    job_id      bigint NOT NULL REFERENCES jobs (id),
+    id          bigint GENERATED ALWAYS AS IDENTITY,
+    from_status text NOT NULL,
+    to_status   text NOT NULL,
+    actor       text NOT NULL,
+    person      text,
+    reason      text,
+    worker      text,
+    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job_id, id)
+);
+CREATE TABLE IF NOT EXISTS job_side_effects (
+    job_id     bigint NOT NULL REFERENCES jobs (id),
+    status     text NOT NULL,
+    effect     text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job_id, effect)
+);
+"""
+
+
+def tables_sql(dialect: str) -> str:
+    """The smallest tables the guards of `dialect` work on: a start for a team's migration."""
+    if dialect == "postgresql":
+        return _POSTGRES_TABLES
+    if dialect == "sqlite":
+        return _SQLITE_TABLES
+    raise ValueError(f"no tables for dialect {dialect!r}: choose one of {', '.join(DIALECTS)}")

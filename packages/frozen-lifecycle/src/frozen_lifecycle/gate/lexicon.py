@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from reportexport.graph import Graph
+from frozen_lifecycle.graph import Graph
 
 FORBIDDEN_ALIAS = "forbidden-alias"
 UNKNOWN_STATUS = "unknown-status"

@@ -1,26 +1,25 @@
 """Files and file regions generated from the fixture, and the means to check or rewrite them.
 
 A lifecycle change is a fixture edit in a commit of its own that carries nothing but what this
-registry regenerates (`reportexport generate`); the gate compares every artifact with what the
-fixture generates now. Later layers add their artifacts to `ARTIFACTS`.
+module regenerates (`frozen-lifecycle generate`); the gate compares every artifact with what
+the fixture generates now. Which artifacts a repository keeps is its configuration's
+(`Targets`): the decision table and diagram in README regions, and, where it names them, the
+typed names and the SQL guards of either dialect.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reportexport.graph import Graph
-from reportexport.graph_sql import (
-    POSTGRES_PATH,
-    SQLITE_PATH,
-    postgres_graph_sql,
-    sqlite_graph_sql,
-)
-from reportexport.render import render_mermaid, render_table
-from reportexport.typed_names import TYPED_NAMES_PATH, render_typed_names
+from frozen_lifecycle.graph import Graph
+from frozen_lifecycle.provenance import DEFAULT_PROVENANCE, Provenance
+from frozen_lifecycle.render import render_mermaid, render_table
+from frozen_lifecycle.sql import postgres_graph_sql, sqlite_graph_sql
+from frozen_lifecycle.typed_names import render_typed_names
 
 Render = Callable[[Graph], str]
 
@@ -60,13 +59,48 @@ def _fenced_mermaid(graph: Graph) -> str:
     return "```mermaid\n" + render_mermaid(graph) + "```\n"
 
 
-ARTIFACTS: list[Artifact] = [
-    Region(path="README.md", name="graph-table", render=render_table),
-    Region(path="README.md", name="graph-mermaid", render=_fenced_mermaid),
-    GeneratedFile(path=SQLITE_PATH, render=sqlite_graph_sql),
-    GeneratedFile(path=POSTGRES_PATH, render=postgres_graph_sql),
-    GeneratedFile(path=TYPED_NAMES_PATH, render=render_typed_names),
-]
+REGIONS: tuple[tuple[str, Render], ...] = (
+    ("graph-table", render_table),
+    ("graph-mermaid", _fenced_mermaid),
+)
+REGION_NAMES = tuple(name for name, _ in REGIONS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Targets:
+    """What a repository keeps generated from its fixture, by path from its root."""
+
+    regions: tuple[str, ...] = ("README.md",)
+    typed_names: str | None = None
+    sqlite_guards: str | None = None
+    postgresql_guards: str | None = None
+    notify_channel: str | None = None
+    provenance: Provenance = DEFAULT_PROVENANCE
+
+
+DEFAULT_TARGETS = Targets()
+
+
+def artifacts(targets: Targets = DEFAULT_TARGETS) -> list[Artifact]:
+    """The regions of each region file, then the generated files the targets name."""
+    found: list[Artifact] = [
+        Region(path=path, name=name, render=render)
+        for path in targets.regions
+        for name, render in REGIONS
+    ]
+    provenance = targets.provenance
+    files: list[tuple[str | None, Render]] = [
+        (targets.sqlite_guards, functools.partial(sqlite_graph_sql, provenance=provenance)),
+        (
+            targets.postgresql_guards,
+            functools.partial(
+                postgres_graph_sql, provenance=provenance, notify_channel=targets.notify_channel
+            ),
+        ),
+        (targets.typed_names, functools.partial(render_typed_names, provenance=provenance)),
+    ]
+    found += [GeneratedFile(path=path, render=render) for path, render in files if path]
+    return found
 
 
 def _region_pattern(name: str) -> re.Pattern[str]:
@@ -93,24 +127,29 @@ def splice_region(text: str, name: str, body: str) -> str:
 
 def blank_regions(text: str) -> str:
     """The text with every generated region emptied: what a person wrote around them."""
-    for artifact in ARTIFACTS:
-        if isinstance(artifact, Region):
-            pattern = _region_pattern(artifact.name)
-            text = pattern.sub(lambda m: m.group(1) + m.group(3), text)
+    for name in REGION_NAMES:
+        text = _region_pattern(name).sub(lambda m: m.group(1) + m.group(3), text)
     return text
 
 
-def artifact_paths() -> set[str]:
-    return {artifact.path for artifact in ARTIFACTS}
+def artifact_paths(kept: Sequence[Artifact]) -> set[str]:
+    return {artifact.path for artifact in kept}
 
 
-def drift(graph: Graph, read: Callable[[str], str | None]) -> Iterator[Drift]:
+def drift(
+    graph: Graph,
+    read: Callable[[str], str | None],
+    kept: Sequence[Artifact],
+    *,
+    command: str = DEFAULT_PROVENANCE.command,
+) -> Iterator[Drift]:
     """Every artifact whose text differs from what `graph` generates.
 
     `read` returns a file's text by repository path, or None where the file does not exist
-    (a repository that copies the gate need not have every artifact).
+    (a commit from before a file was generated has nothing to compare); a file without the
+    markers of a region has nothing to compare either.
     """
-    for artifact in ARTIFACTS:
+    for artifact in kept:
         text = read(artifact.path)
         if text is None:
             continue
@@ -120,7 +159,7 @@ def drift(graph: Graph, read: Callable[[str], str | None]) -> Iterator[Drift]:
                 yield Drift(
                     path=artifact.path,
                     line=_first_difference(text, want),
-                    message="differs from what the fixture generates; run `reportexport generate`",
+                    message=f"differs from what the fixture generates; run `{command}`",
                 )
             continue
         found = region_body(text, artifact.name)
@@ -132,14 +171,17 @@ def drift(graph: Graph, read: Callable[[str], str | None]) -> Iterator[Drift]:
                 path=artifact.path,
                 line=start + _first_difference(body, want) - 1,
                 message=f"region {artifact.name!r} differs from what the fixture generates; "
-                "run `reportexport generate`",
+                f"run `{command}`",
             )
 
 
-def write(graph: Graph, root: Path) -> list[str]:
-    """Regenerate every artifact under `root`; returns the paths that changed."""
+def write(graph: Graph, root: Path, kept: Sequence[Artifact]) -> list[str]:
+    """Regenerate every artifact under `root`; returns the paths that changed.
+
+    A region file that does not exist, or lacks a region's markers, is left as it is.
+    """
     changed = []
-    for artifact in ARTIFACTS:
+    for artifact in kept:
         target = root / artifact.path
         if isinstance(artifact, GeneratedFile):
             old = target.read_text(encoding="utf-8") if target.exists() else None
@@ -149,6 +191,8 @@ def write(graph: Graph, root: Path) -> list[str]:
             if not target.exists():
                 continue
             old = target.read_text(encoding="utf-8")
+            if region_body(old, artifact.name) is None:
+                continue
             new = splice_region(old, artifact.name, artifact.render(graph))
         if new != old:
             target.write_text(new, encoding="utf-8")

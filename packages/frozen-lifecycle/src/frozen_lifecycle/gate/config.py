@@ -1,16 +1,24 @@
-"""Where the gate looks: `[tool.reportexport.gate]` in pyproject.toml, or a small gate.toml.
+"""Where the gate looks and what the repository generates: `[tool.frozen-lifecycle.gate]` in
+pyproject.toml, or a small gate.toml.
 
 ```toml
-[tool.reportexport.gate]          # in gate.toml: the same keys at the top level
+[tool.frozen-lifecycle.gate]      # in gate.toml: the same keys at the top level
 paths = ["."]                     # what to check (default: the whole repository)
 exclude = ["db/migrations/0001_*.sql"]   # added to the default excludes
 strict = ["src/**"]               # where a quoted forbidden alias cannot be waived
 graph = "contracts/job-status-graph.json"
-typed-names = "src/mypackage/lifecycle.py"   # kept equal to `reportexport generate --typed-names`
+typed-names = "src/mypackage/lifecycle.py"   # kept equal to `frozen-lifecycle generate`
+regions = ["README.md"]           # files whose GENERATED regions are kept (the default)
+sqlite-guards = "db/graph.sqlite.sql"        # the SQL guards, kept generated
+postgresql-guards = "db/graph.postgresql.sql"
+notify-channel = "jobs"           # PostgreSQL guards: NOTIFY a change no worker made
+generated-by = "make lifecycle"   # the command generated files name (default below)
 ```
 
 Patterns are paths relative to the root with `*` (within a name), `**` (any depth) and `?`;
-a pattern also matches everything under a directory it matches.
+a pattern also matches everything under a directory it matches. The table
+`[tool.reportexport.gate]`, where the gate lived before it was a package of its own, is read
+too when the new one is absent.
 """
 
 from __future__ import annotations
@@ -22,11 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frozen_lifecycle.generated import Targets
+from frozen_lifecycle.graph import DEFAULT_FIXTURE
+from frozen_lifecycle.provenance import DEFAULT_COMMAND, Provenance
+
 # The drift corpus and the contract tests' mutants hold drift on purpose, as data.
 DEFAULT_EXCLUDES = ("tests/**/corpus/**", "tests/contract/mutants/**")
 DEFAULT_STRICT = ("src/**",)
+DEFAULT_REGIONS = ("README.md",)
 CONFIG_FILES = ("pyproject.toml", "gate.toml")
-_KEYS = frozenset({"paths", "exclude", "strict", "graph", "typed-names"})
+TABLE = ("tool", "frozen-lifecycle", "gate")
+FORMER_TABLE = ("tool", "reportexport", "gate")
+_PATHS = ("graph", "typed-names", "sqlite-guards", "postgresql-guards")
+_WORDS = ("notify-channel", "generated-by")
+_LISTS = ("paths", "exclude", "strict", "regions")
+_KEYS = frozenset((*_PATHS, *_WORDS, *_LISTS))
 
 
 class ConfigError(ValueError):
@@ -40,11 +58,28 @@ class Config:
     strict: tuple[str, ...] = DEFAULT_STRICT
     graph: str | None = None
     typed_names: str | None = None
+    regions: tuple[str, ...] = DEFAULT_REGIONS
+    sqlite_guards: str | None = None
+    postgresql_guards: str | None = None
+    notify_channel: str | None = None
+    generated_by: str = DEFAULT_COMMAND
     source: str | None = None
+
+    def targets(self) -> Targets:
+        """What this repository keeps generated from its fixture."""
+        return Targets(
+            regions=self.regions,
+            typed_names=self.typed_names,
+            sqlite_guards=self.sqlite_guards,
+            postgresql_guards=self.postgresql_guards,
+            notify_channel=self.notify_channel,
+            provenance=Provenance(fixture=self.graph or DEFAULT_FIXTURE, command=self.generated_by),
+        )
 
 
 def load_config(root: Path) -> Config:
-    """The first of pyproject.toml's `[tool.reportexport.gate]` and gate.toml found in root."""
+    """The first of pyproject.toml's `[tool.frozen-lifecycle.gate]` (or its former name) and
+    gate.toml found in root."""
     for name in CONFIG_FILES:
         path = root / name
         if not path.is_file():
@@ -53,12 +88,18 @@ def load_config(root: Path) -> Config:
             document = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{name}: {exc}") from None
-        table = (
-            document if name == "gate.toml" else _table(document, ("tool", "reportexport", "gate"))
-        )
-        if table is None:
+        if name == "gate.toml":
+            return _config(document, name)
+        table = _table(document, TABLE)
+        former = _table(document, FORMER_TABLE)
+        if table is not None and former is not None:
+            raise ConfigError(
+                f"{name}: both [tool.frozen-lifecycle.gate] and [tool.reportexport.gate]; "
+                "keep the first"
+            )
+        if table is None and former is None:
             continue
-        return _config(table, name)
+        return _config(table if table is not None else former or {}, name)
     return Config()
 
 
@@ -75,16 +116,21 @@ def _config(table: dict[str, Any], source: str) -> Config:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown gate setting(s) {', '.join(unknown)}")
-    graph, typed_names = table.get("graph"), table.get("typed-names")
-    for key, value in (("graph", graph), ("typed-names", typed_names)):
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(f"{source}: {key} must be a path")
+    for key in (*_PATHS, *_WORDS):
+        value = table.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{source}: {key} must be {'a path' if key in _PATHS else 'a word'}")
     return Config(
         paths=_strings(table, "paths", source) or (".",),
         exclude=DEFAULT_EXCLUDES + _strings(table, "exclude", source),
         strict=_strings(table, "strict", source) if "strict" in table else DEFAULT_STRICT,
-        graph=graph,
-        typed_names=typed_names,
+        graph=table.get("graph"),
+        typed_names=table.get("typed-names"),
+        regions=_strings(table, "regions", source) if "regions" in table else DEFAULT_REGIONS,
+        sqlite_guards=table.get("sqlite-guards"),
+        postgresql_guards=table.get("postgresql-guards"),
+        notify_channel=table.get("notify-channel"),
+        generated_by=table.get("generated-by") or DEFAULT_COMMAND,
         source=source,
     )
 

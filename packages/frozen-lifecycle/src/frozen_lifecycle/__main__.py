@@ -1,0 +1,5 @@
+import sys
+
+from frozen_lifecycle.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from frozen_lifecycle.gate import main
+
+sys.exit(main())

@@ -1,5 +1,0 @@
-import sys
-
-from reportexport.gate import main
-
-sys.exit(main())
