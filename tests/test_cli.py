@@ -145,6 +145,9 @@ def test_hostile_arguments_to_every_local_command_are_one_line_never_a_traceback
         lambda t: ["effects", "redrive", "1", t],
         lambda t: ["users", "add", t],
         lambda t: ["users", "revoke", t],
+        lambda t: ["users", "revoke-token", t],
+        lambda t: ["audit", "--person", t],
+        lambda t: ["audit", "--action", t],
         lambda t: ["export", "orders_by_day", f"--param=day={t}"],
         lambda t: ["export", t],
         lambda t: ["export", "orders_by_day", "--param=day=2024-01-05", "--owner", t],
@@ -249,3 +252,32 @@ def test_users_token_gives_a_lost_token_back_and_the_old_one_stops(
     assert cli.main(["users", "revoke", "demo"]) == 0
     assert cli.main(["users", "token", "demo"]) == 1  # a revoked person gets no new token
     assert "no active user 'demo'" in capsys.readouterr().err
+
+
+def test_what_the_command_line_does_to_people_is_in_the_audit(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["audit"]) == 0
+    assert "no operator action is recorded yet" in capsys.readouterr().out
+    assert cli.main(["users", "add", "carol"]) == 0
+    assert cli.main(["users", "revoke-token", "carol"]) == 0
+    out = capsys.readouterr().out
+    assert "carol: token revoked; their dashboard sessions ended" in out
+    assert cli.main(["users", "revoke-token", "carol"]) == 1  # no working token left
+    assert "no active user 'carol' with a token" in capsys.readouterr().err
+    assert cli.main(["users", "list"]) == 0
+    assert re.search(r"carol\s+user\s+token revoked", capsys.readouterr().out)
+    assert cli.main(["users", "token", "carol"]) == 0  # a new token lets them in again
+    capsys.readouterr()
+    assert cli.main(["audit"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [[w.rstrip(":") for w in line.split()[4:7]] for line in lines] == [
+        ["new_token", "person", "carol"],
+        ["revoke_token", "person", "carol"],
+        ["add_person", "person", "carol"],
+    ]
+    assert all(line.split()[2] == "command" for line in lines)  # "command line" acted
+    assert cli.main(["audit", "--action", "add_person", "--limit", "1"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    assert cli.main(["audit", "--action", "delete_everything"]) == 2
+    assert "is not one of" in capsys.readouterr().err

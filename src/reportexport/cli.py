@@ -168,9 +168,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _service_options(user_token)
     user_token.add_argument("name")
-    user_revoke = _action(user_actions, "revoke", "revoke a person's token")
+    user_revoke = _action(
+        user_actions, "revoke", "revoke a person for good; their dashboard sessions end"
+    )
     _service_options(user_revoke)
     user_revoke.add_argument("name")
+    token_revoke = _action(
+        user_actions, "revoke-token", "a person's token stops working (`token` gives a new one)"
+    )
+    _service_options(token_revoke)
+    token_revoke.add_argument("name")
+
+    audit = _command(commands, "audit", "what operators did: who, what, which object, when")
+    _service_options(audit)
+    audit.add_argument("--person", help="only this operator's actions")
+    audit.add_argument(
+        "--action", dest="audit_action", help="only this action (redrive_side_effect, ...)"
+    )
+    audit.add_argument("--limit", type=int, default=50, help="newest first, this many")
 
     jobs = commands.add_parser("jobs", help="your exports on a server (over the API)")
     job_actions = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -1,5 +1,5 @@
 """The commands that act on this machine's service: demo, queries, export, worker, effects,
-webhooks, users, db, sweep, and the `jobs` group (over the API).
+webhooks, users, audit, db, sweep, and the `jobs` group (over the API).
 
 Each handler gets the process's `Runtime` (the composition root) and its arguments, asks the
 runtime for the service or part it uses, and prints; refusals are one line on stderr with
@@ -285,6 +285,20 @@ def cmd_effects_given_up(runtime: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(runtime: Runtime, args: argparse.Namespace) -> int:
+    """The operators' audit, newest first."""
+    page = runtime.operators.audit(
+        SHELL, operator=args.person, action=args.audit_action, limit=args.limit
+    )
+    if not page.records:
+        print("no operator action is recorded yet")
+    for entry in page.records:
+        what = f"{entry.action} {entry.object_kind} {entry.object_id}"
+        detail = f": {printable(entry.detail)}" if entry.detail else ""
+        print(f"{entry.at:%Y-%m-%d %H:%M:%S} {printable(entry.person):16} {what}{detail}")
+    return 0
+
+
 def cmd_effects_redrive(runtime: Runtime, args: argparse.Namespace) -> int:
     runtime.exports.redrive(SHELL, args.job, args.effect)
     print(f"job {args.job} {args.effect}: due again")
@@ -332,7 +346,7 @@ def cmd_webhooks_remove(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_users_add(runtime: Runtime, args: argparse.Namespace) -> int:
-    user, token = runtime.people.add(args.name, "operator" if args.operator else "user")
+    user, token = runtime.people.add(args.name, "operator" if args.operator else "user", by=SHELL)
     print(f"{user.role} {user.name}: token (shown once, stored hashed): {token}")
     return 0
 
@@ -340,12 +354,14 @@ def cmd_users_add(runtime: Runtime, args: argparse.Namespace) -> int:
 def cmd_users_list(runtime: Runtime, args: argparse.Namespace) -> int:
     for user in runtime.people.list():
         state = f"revoked {user.revoked_at:%Y-%m-%d}" if user.revoked_at else "active"
+        if user.revoked_at is None and user.token_revoked_at is not None:
+            state = f"token revoked {user.token_revoked_at:%Y-%m-%d}"
         print(f"{user.name:24} {user.role:9} {state}")
     return 0
 
 
 def cmd_users_token(runtime: Runtime, args: argparse.Namespace) -> int:
-    made = runtime.people.new_token(args.name)
+    made = runtime.people.new_token(args.name, by=SHELL)
     if made is None:
         say(f"reportexport users token: no active user {quoted(args.name)}")
         return 1
@@ -356,10 +372,19 @@ def cmd_users_token(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_users_revoke(runtime: Runtime, args: argparse.Namespace) -> int:
-    if not runtime.people.revoke(args.name):
+    if not runtime.people.revoke(args.name, by=SHELL):
         say(f"reportexport users revoke: no active user {quoted(args.name)}")
         return 1
-    print(f"{args.name}: revoked")
+    print(f"{args.name}: revoked; their dashboard sessions ended")
+    return 0
+
+
+def cmd_users_revoke_token(runtime: Runtime, args: argparse.Namespace) -> int:
+    if not runtime.people.revoke_token(args.name, by=SHELL):
+        say(f"reportexport users revoke-token: no active user {quoted(args.name)} with a token")
+        return 1
+    print(f"{args.name}: token revoked; their dashboard sessions ended")
+    print(f"give them a new one with: reportexport users token {args.name}")
     return 0
 
 

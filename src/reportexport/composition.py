@@ -36,6 +36,7 @@ from reportexport.parameters import ParameterError
 from reportexport.records import Heartbeat, MetricsSnapshot, ProcessKind, SourceCap
 from reportexport.services.errors import InvalidInputError, ServiceError
 from reportexport.services.exports import ExportService, Fairness
+from reportexport.services.operators import OperatorService
 from reportexport.services.people import PeopleService
 from reportexport.services.schedules import ScheduleLimits, ScheduleService
 from reportexport.services.sessions import SessionService
@@ -272,7 +273,19 @@ class Runtime:
         return WebhookService(
             endpoints=self.database.endpoints,
             users=self.database.users,
+            audit=self.database.audit,
             allow_private=self.settings.webhooks_allow_private,
+        )
+
+    @functools.cached_property
+    def operators(self) -> OperatorService:
+        database = self.database
+        return OperatorService(
+            exports=self.exports,
+            effects=database.effects,
+            heartbeats=database.heartbeats,
+            caps=database.caps,
+            audit=database.audit,
         )
 
     @functools.cached_property
@@ -372,6 +385,7 @@ class Runtime:
                 people=self.people,
                 schedules=self.schedules,
                 sessions=self.sessions,
+                operators=self.operators,
                 web=WebSettings(
                     max_event_streams=settings.max_event_streams,
                     trust_forwarded_headers=settings.trust_forwarded_headers,

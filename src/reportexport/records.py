@@ -113,6 +113,35 @@ class SideEffect:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EffectFilter:
+    """Which side-effect rows an operator lists: given up, or not yet completed (nor given up)."""
+
+    given_up: bool
+    owner: str | None = None
+    job_id: int | None = None
+    saved_queries: tuple[str, ...] | None = None  # any of these (a search by title)
+    cursor: int | None = None  # past this id, in the order asked for
+    oldest_first: bool = False
+    limit: int = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListedEffect:
+    """A side-effect row with what its job says about it."""
+
+    effect: SideEffect
+    owner: str
+    saved_query: str
+    title: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EffectPage:
+    effects: tuple[ListedEffect, ...]
+    next_cursor: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ClaimedEffect:
     """A side-effect row claimed by a runner; its claim token fences the runner's writes."""
 
@@ -168,6 +197,78 @@ class User:
     token_hash: str
     created_at: datetime
     revoked_at: datetime | None
+    token_revoked_at: datetime | None = None  # the token stopped working; the person did not
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListedPerson:
+    """Someone as the operators' page lists them: their row, and their live dashboard sessions."""
+
+    user: User
+    live_sessions: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PeoplePage:
+    people: tuple[ListedPerson, ...]
+    next_cursor: int | None
+
+
+# What operators do, as the audit records it (the service's method in the store's words).
+AuditAction = Literal[
+    "redrive_side_effect",
+    "cancel_job",
+    "add_webhook_endpoint",
+    "rotate_webhook_secret",
+    "disable_webhook_endpoint",
+    "test_webhook_endpoint",
+    "add_person",
+    "new_token",
+    "revoke_token",
+    "revoke_person",
+]
+AuditObject = Literal["side_effect", "job", "webhook_endpoint", "person"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEntry:
+    """An operator's action as a service hands it to the store, which writes it in the
+    action's own transaction. An empty `object_id` names the row the action creates."""
+
+    person: str  # the operator who acted ("command line" for the shell)
+    action: AuditAction
+    object_kind: AuditObject
+    object_id: str = ""
+    detail: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditRecord:
+    """One row of the append-only audit: who did what to which object, and when."""
+
+    id: int
+    at: datetime
+    person: str
+    action: str
+    object_kind: str
+    object_id: str
+    detail: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditFilter:
+    person: str | None = None
+    action: str | None = None
+    object_kind: str | None = None
+    object_id: str | None = None
+    before: int | None = None  # newest first: ids below this cursor
+    limit: int = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditPage:
+    records: tuple[AuditRecord, ...]
+    next_cursor: int | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -163,6 +163,13 @@ def _instant(naive: datetime, zone: ZoneInfo) -> datetime:
     return datetime.fromtimestamp(high, UTC)
 
 
+def end_of_day(day: date, zone: ZoneInfo) -> datetime:
+    """The last moment of a local day (a millisecond before the next one starts), in UTC."""
+    following = day + timedelta(days=1)
+    start = _instant(datetime(following.year, following.month, following.day), zone)
+    return start - timedelta(milliseconds=1)
+
+
 # -- relative parameter values ---------------------------------------------------------------
 
 

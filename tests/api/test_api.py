@@ -447,7 +447,9 @@ def test_a_webhook_test_answers_in_seconds_when_the_name_does_not_resolve(
         return ["93.184.216.34"]
 
     db: Database = api["db"]
-    service = WebhookService(endpoints=db.endpoints, users=db.users, resolver=hanging)
+    service = WebhookService(
+        endpoints=db.endpoints, users=db.users, audit=db.audit, resolver=hanging
+    )
     alice = Acting(name="alice", role="user")
     endpoint = service.add(alice, "https://hooks.example.com/in")
     started = time.monotonic()

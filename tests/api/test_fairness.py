@@ -112,9 +112,19 @@ def creators(world: dict[str, Any]) -> dict[str, Create]:
         path = f"/api/schedules/{mine[0]['id']}/run"
         return client.post(path, headers={**bearer(world), **extra})
 
+    def dashboard_schedule_run(key: str | None) -> httpx.Response:
+        mine = client.get("/api/schedules", headers=bearer(world)).json()
+        if not mine:
+            body = {**BODY, "cron": "0 8 * * *", "time_zone": "UTC"}
+            mine = [client.post("/api/schedules", json=body, headers=bearer(world)).json()]
+        form = session(world).form(key=key or "")
+        return client.post(f"/schedules/{mine[0]['id']}/run", data=form, headers=cookie(world),
+                           follow_redirects=False)  # fmt: skip
+
     return {
         "POST /api/exports": api_create,
         "POST /api/schedules/{schedule_id}/run": schedule_run,
+        "POST /schedules/{schedule_id}/run": dashboard_schedule_run,
         "POST /api/exports/{job_id}/rerun": api_rerun,
         "POST /exports/new": dashboard_create,
         "POST /jobs/{job_id}/rerun": dashboard_rerun,
@@ -142,7 +152,7 @@ def test_the_creating_routes_are_exactly_the_ones_checked(
             known[label](None)
         else:  # anything else, called as a person would with a real job's id
             path = route.path.format(job_id=first_job(world), endpoint_id=1, schedule_id=1,
-                                     effect="emit_failed_webhook")  # fmt: skip
+                                     effect="emit_failed_webhook", name="alice")  # fmt: skip
             world["client"].post(path, json=BODY, headers={**bearer(world), **cookie(world)})
         if count(world) > before:
             found.add(label)

@@ -83,3 +83,26 @@ def test_the_owner_reaches_their_own_things(matrix: dict[str, Any]) -> None:
         allowed = {403} if "/redrive" in path else set()
         assert alice.status_code not in {401, 404} - allowed, (method, path, alice.status_code)
         assert alice.status_code < 500
+
+
+def test_the_audit_is_for_operators_and_shows_what_they_did_through_the_api(
+    matrix: dict[str, Any],
+) -> None:
+    client = matrix["client"]
+    job_id = matrix["ids"]["job_id"]
+    for who in ("alice", "bob"):
+        refused = client.get("/api/audit", headers=auth(matrix, who))
+        assert (refused.status_code, refused.json()["title"]) == (403, "Forbidden")
+    endpoint = matrix["ids"]["endpoint_id"]
+    assert client.post(f"/api/webhooks/{endpoint}/rotate", headers=auth(matrix, "alice")).is_success
+    assert client.post(f"/api/exports/{job_id}/cancel", headers=auth(matrix, "olga")).is_success
+    assert client.post(f"/api/webhooks/{endpoint}/rotate", headers=auth(matrix, "olga")).is_success
+    page = client.get("/api/audit", headers=auth(matrix, "olga")).json()
+    assert [(e["person"], e["action"], e["object_id"]) for e in page["entries"]] == [
+        ("olga", "rotate_webhook_secret", str(endpoint)),
+        ("olga", "cancel_job", str(job_id)),
+    ]  # alice's rotation of her own endpoint is hers, not an operator's action
+    only = client.get("/api/audit?action=cancel_job&limit=1", headers=auth(matrix, "olga"))
+    assert [e["object_kind"] for e in only.json()["entries"]] == ["job"]
+    wrong = client.get("/api/audit?action=delete_everything", headers=auth(matrix, "olga"))
+    assert wrong.status_code == 422

@@ -16,7 +16,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -79,23 +80,27 @@ def require_chromium() -> str:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    home = tmp_path_factory.mktemp("dashboard") / "var"
+@contextmanager
+def serving(
+    home: Path, edit_catalog: Callable[[str], str] = str, **settings: str
+) -> Iterator[dict[str, Any]]:
+    """`reportexport serve` over a fresh demo in `home` (its catalog as `edit_catalog` makes
+    it), with these settings (environment variables without their REPORTEXPORT_ prefix); its
+    base URL and the first people's tokens."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
     env |= {
         "REPORTEXPORT_HOME": str(home),
         "REPORTEXPORT_MAX_EXPORTS_PER_MINUTE": "1000",
         "REPORTEXPORT_MAX_ACTIVE_EXPORTS": "1000",
     }
+    env |= {f"REPORTEXPORT_{name.upper()}": value for name, value in settings.items()}
     demo = subprocess.run(
         [sys.executable, "-m", "reportexport", "demo", "--rows", "5000"],
         env=env, check=True, capture_output=True, text=True,
     )  # fmt: skip
     tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", demo.stdout))
-    with open(home / "catalog.toml", "a") as catalog:
-        catalog.write(EXTRA_QUERIES)
+    catalog = home / "catalog.toml"
+    catalog.write_text(edit_catalog(catalog.read_text()) + EXTRA_QUERIES)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -114,9 +119,18 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 break
         except httpx.TransportError:
             time.sleep(0.2)
-    yield {"base": base, "tokens": tokens, "home": home}
-    server.send_signal(signal.SIGTERM)
-    server.wait(timeout=60)
+    try:
+        yield {"base": base, "tokens": tokens, "home": home, "env": env}
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    require_chromium()
+    with serving(tmp_path_factory.mktemp("dashboard") / "var") as running:
+        yield running
 
 
 def api(service: dict[str, Any], method: str, path: str, who: str = "demo", **kw: Any) -> Any:
@@ -162,8 +176,10 @@ class Watched:
                 self.json_pages.append(response.url)
 
 
-@pytest.fixture
-def watched(service: dict[str, Any], viewport: str) -> Iterator[Watched]:
+@contextmanager
+def browsing(service: dict[str, Any], viewport: str, **options: Any) -> Iterator[Watched]:
+    """A page in a fresh headless Chromium context at `viewport` (with context `options`,
+    e.g. timezone_id); it may reach this server only. Fails on any trouble seen on it."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -173,7 +189,10 @@ def watched(service: dict[str, Any], viewport: str) -> Iterator[Watched]:
                   "--disable-component-update", "--disable-sync", "--no-first-run"],
         )  # fmt: skip
         context = browser.new_context(
-            base_url=service["base"], permissions=["notifications"], **VIEWPORTS[viewport]
+            base_url=service["base"],
+            permissions=["notifications"],
+            **VIEWPORTS[viewport],
+            **options,
         )
         context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.abort())
         context.route("**/__axe__.js", _serve_axe)
@@ -184,6 +203,12 @@ def watched(service: dict[str, Any], viewport: str) -> Iterator[Watched]:
         browser.close()
     assert seen.troubles == []
     assert seen.json_pages == []
+
+
+@pytest.fixture
+def watched(service: dict[str, Any], viewport: str) -> Iterator[Watched]:
+    with browsing(service, viewport) as seen:
+        yield seen
 
 
 # Notifications are recorded rather than shown (the headless browser has no desktop).

@@ -22,11 +22,13 @@ from reportexport.api.deps import AppParts
 from reportexport.api.head import HeadAsGet
 from reportexport.api.headers import SecurityHeaders
 from reportexport.api.openapi import refined_schema
-from reportexport.api.routes import exports, health, schedules, webhooks
+from reportexport.api.routes import exports, health, operators, schedules, webhooks
 from reportexport.dashboard.docs import router as docs
 from reportexport.dashboard.live import ChangeFeed
+from reportexport.dashboard.operators import router as operator_pages
 from reportexport.dashboard.pages import not_found_page, wants_html
 from reportexport.dashboard.routes import router as dashboard
+from reportexport.dashboard.schedules import router as schedule_pages
 
 DESCRIPTION = """Asynchronous CSV exports of saved queries on a frozen job lifecycle.
 
@@ -37,7 +39,17 @@ and a job store or object store that does not answer 503 with `Retry-After`.
 """
 
 
-ROUTERS = (health.router, exports.router, schedules.router, webhooks.router, dashboard, docs)
+ROUTERS = (
+    health.router,
+    exports.router,
+    schedules.router,
+    webhooks.router,
+    operators.router,
+    dashboard,
+    schedule_pages,
+    operator_pages,
+    docs,
+)
 
 
 def create_app(parts: AppParts) -> FastAPI:

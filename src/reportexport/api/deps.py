@@ -18,6 +18,7 @@ from frozen_lifecycle.graph import Graph
 from reportexport.api.problems import ProblemError
 from reportexport.records import Heartbeat, MetricsSnapshot, User
 from reportexport.services.exports import KEY_PATTERN, MAX_ID, MAX_KEY_LENGTH, ExportService
+from reportexport.services.operators import OperatorService
 from reportexport.services.people import PeopleService
 from reportexport.services.schedules import ScheduleService
 from reportexport.services.sessions import SessionService
@@ -41,6 +42,7 @@ class AppParts:
     people: PeopleService
     schedules: ScheduleService
     sessions: SessionService
+    operators: OperatorService
     graph: Graph
     ready: Callable[[], bool]
     metrics: Callable[[], MetricsSnapshot]

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reportexport.lifecycle import Actor, Effect, Status
+from reportexport.records import AuditAction, AuditObject
 
 if TYPE_CHECKING:
     from reportexport.catalog import SavedQuery
-    from reportexport.records import Firing, Job, WebhookEndpoint
+    from reportexport.records import AuditRecord, Firing, Job, WebhookEndpoint
     from reportexport.services.exports import JobView
     from reportexport.services.schedules import ScheduleView
     from reportexport.services.webhooks import TestDelivery
@@ -301,6 +302,33 @@ class ScheduleOut(BaseModel):
 class JobPageOut(BaseModel):
     jobs: list[JobOut]
     next_cursor: int | None
+
+
+class AuditEntryOut(BaseModel):
+    id: int
+    at: datetime
+    person: str = Field(description="the operator who acted (`command line` for the shell)")
+    action: AuditAction = Field(description="what they did")
+    object_kind: AuditObject = Field(description="what kind of object they did it to")
+    object_id: str = Field(description="`42/emit_done_webhook`, `42`, `3`, `alice`")
+    detail: str | None
+
+    @classmethod
+    def of(cls, record: AuditRecord) -> AuditEntryOut:
+        return cls(
+            id=record.id,
+            at=record.at,
+            person=record.person,
+            action=record.action,  # type: ignore[arg-type]  # written from AuditAction
+            object_kind=record.object_kind,  # type: ignore[arg-type]
+            object_id=record.object_id,
+            detail=record.detail,
+        )
+
+
+class AuditPageOut(BaseModel):
+    entries: list[AuditEntryOut] = Field(description="newest first")
+    next_cursor: int | None = Field(description="`before` for the next page; None at the end")
 
 
 class Health(BaseModel):

@@ -1,7 +1,10 @@
 """The dashboard: server-rendered pages over the same services as the API.
 
-`routes` (the pages), `live` (the change feed and its event streams), `session` (sessions, CSRF,
-flash messages), `ui` (layout, navigation, problem pages, pagination), `forms` (a saved query's
-parameters as form controls), `format` (numbers, sizes, moments, values), `pages` (pages other
-parts hand to browsers), `docs` (the API documentation, offline); `static/` and `templates/`.
+`routes` (signing in, the exports' pages, the New export form), `schedules` (the schedules'
+pages and "Schedule this"), `operators` (the operators' pages), `live` (the change feed and its
+event streams), `session` (sessions, CSRF, flash messages), `ui` (layout, navigation, problem
+pages, pagination, redirects with a flash), `forms` (a saved query's parameters as form
+controls, and a schedule's part of the form), `format` (numbers, sizes, moments, values),
+`pages` (pages other parts hand to browsers), `docs` (the API documentation, offline);
+`static/` and `templates/` (`templates/operators/` for the operators' pages).
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from markupsafe import Markup, escape
 
@@ -79,6 +80,57 @@ def moment(value: datetime | None, style: str = "relative") -> Markup:
     )
 
 
+def zoned_text(value: datetime, zone: str) -> str:
+    """A moment as a clock in `zone` reads it: `Thu 3 Dec 2026, 08:00 CET` (seconds if any)."""
+    local = value.astimezone(ZoneInfo(zone))
+    clock = f"{local:%H:%M:%S}" if local.second else f"{local:%H:%M}"
+    return f"{local:%a} {local.day} {local:%b %Y}, {clock} {local.tzname()}"
+
+
+def zoned(value: datetime | None, zone: str) -> Markup:
+    """A moment in a named zone (a schedule's); the script adds the reader's own time when
+    their zone is another."""
+    if value is None:
+        return Markup("")
+    iso = value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return Markup('<time datetime="{}" data-zone="{}" title="{}">{}</time>').format(
+        iso, zone, utc_text(value), zoned_text(value, zone)
+    )
+
+
+# Why a firing made no export, in words (the codes are the limits and reasons it records).
+REFUSALS = {
+    "max_active": "the owner's cap of unfinished exports",
+    "max_per_window": "the owner's rate limit",
+    "invalid_parameters": "parameters that no longer fit the saved query (the schedule paused)",
+    "schedule_deleted": "the schedule was deleted first",
+    "idempotency_key": "the same request had made an export already",
+}
+
+
+def refusal_words(code: str | None) -> str:
+    return REFUSALS.get(code or "", code or "")
+
+
+# What an operator did, as the audit page says it.
+AUDIT_WORDS = {
+    "redrive_side_effect": "re-drove a side effect",
+    "cancel_job": "canceled an export",
+    "add_webhook_endpoint": "added a webhook endpoint",
+    "rotate_webhook_secret": "rotated a webhook secret",
+    "disable_webhook_endpoint": "disabled a webhook endpoint",
+    "test_webhook_endpoint": "sent a test event",
+    "add_person": "added a person",
+    "new_token": "gave a new token",
+    "revoke_token": "revoked a token",
+    "revoke_person": "revoked a person",
+}
+
+
+def audit_words(action: str) -> str:
+    return AUDIT_WORDS.get(action, action.replace("_", " "))
+
+
 def isolated(value: Any) -> Markup:
     """Text from outside (a parameter, a name, a message) in its own bidirectional island."""
     return Markup("<bdi>{}</bdi>").format("" if value is None else str(value))
@@ -127,5 +179,8 @@ FILTERS = {
     "bytes": human_bytes,
     "duration": duration,
     "moment": moment,
+    "zoned": zoned,
     "bdi": isolated,
+    "refusal": refusal_words,
+    "audit_words": audit_words,
 }

@@ -4,19 +4,32 @@ Each control starts at the catalog's default for its type (a boolean default tru
 an enum's default is selected, a timestamp's default is shown in UTC), states every rule before
 anything is sent, and carries the rules HTML can enforce itself (required, min, max, minlength,
 maxlength, pattern). Timestamp pickers take UTC, as they say; the form adds the `Z`.
+
+The same form schedules the export ("Schedule this"): a cron expression, a time zone (the
+browser's own, once its script has run), a relative choice for each date and timestamp
+parameter ("yesterday" when it fires) and an optional last day; `schedule_form` describes that
+part, `schedule_parameters` reads it back.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
+from zoneinfo import available_timezones
 
 from reportexport.parameters import BOOLEAN_WORDS, ParameterError, ParamSpec, encode
+from reportexport.schedules import RELATIVE_DATES
 
 BOOLEAN_FIELD = "boolean-shown"  # names the checkboxes a form showed (a name no parameter has)
+# The schedule's own fields: a dash, which no parameter's name holds.
+SCHEDULE_PREFIX = "schedule-"
+RELATIVE_PREFIX = "schedule-relative-"
+DEFAULT_CRON = "0 8 * * *"
+RELATIVE_CHOICES = (*RELATIVE_DATES, "2 days ago", "7 days ago", "30 days ago")
 _LOCAL_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?")
 # Browsers compile a pattern as a JavaScript regex in `v` mode; send only patterns that mean the
 # same there (the server checks every pattern anyway).
@@ -182,7 +195,11 @@ def parameters_from_form(
 ) -> dict[str, str]:
     """What a filled form asks for, as the export service takes text: an unchecked box that
     was shown is `false`, a UTC picker's value gets its `Z`, an empty field is not given."""
-    values = {name: value for name, value in form.items() if value != ""}
+    values = {
+        name: value
+        for name, value in form.items()
+        if value != "" and not name.startswith(SCHEDULE_PREFIX)  # the schedule's own fields
+    }
     for name in booleans:
         spec = specs.get(name)
         if spec is not None and spec.type == "boolean":
@@ -206,3 +223,86 @@ def problems_by_field(
         else:
             above.append(str(problem))
     return beside, above
+
+
+# -- "Schedule this" ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleForm:
+    """The schedule part of the New export form, as shown (again, with its problems)."""
+
+    open: bool = False
+    cron: str = DEFAULT_CRON
+    time_zone: str = "UTC"
+    last_day: str = ""
+    relative: Mapping[str, str] = field(default_factory=dict)  # parameter -> word
+    specs: tuple[ParamSpec, ...] = ()  # the date and timestamp parameters
+    problems: Mapping[str, str] = field(default_factory=dict)  # cron, time_zone, last_day
+    general: tuple[str, ...] = ()
+
+    @property
+    def zones(self) -> list[str]:
+        return time_zones()
+
+    def choices(self, name: str) -> list[str]:
+        """The relative words offered for a parameter (one sent from elsewhere included)."""
+        chosen = self.relative.get(name, "")
+        words = list(RELATIVE_CHOICES)
+        return words if not chosen or chosen in words else [*words, chosen]
+
+
+@functools.cache
+def time_zones() -> list[str]:
+    """Every IANA zone a schedule takes, UTC first."""
+    zones = sorted(z for z in available_timezones() if "/" in z and not z.startswith("Etc/"))
+    return ["UTC", *zones]
+
+
+def schedule_form(
+    specs: Mapping[str, ParamSpec],
+    submitted: Mapping[str, str] | None = None,
+    problems: Mapping[str, str] | None = None,
+    general: Sequence[str] = (),
+) -> ScheduleForm:
+    """The schedule part of the form: its defaults, or what was sent with its problems."""
+    dated = tuple(spec for spec in specs.values() if spec.type in ("date", "timestamp"))
+    if submitted is None:
+        return ScheduleForm(specs=dated)
+    return ScheduleForm(
+        open=True,
+        cron=submitted.get(SCHEDULE_PREFIX + "cron", DEFAULT_CRON),
+        time_zone=submitted.get(SCHEDULE_PREFIX + "time-zone", "UTC"),
+        last_day=submitted.get(SCHEDULE_PREFIX + "last-day", ""),
+        relative={
+            spec.name: submitted.get(RELATIVE_PREFIX + spec.name, "")
+            for spec in dated
+            if submitted.get(RELATIVE_PREFIX + spec.name)
+        },
+        specs=dated,
+        problems=dict(problems or {}),
+        general=tuple(general),
+    )
+
+
+def schedule_parameters(
+    specs: Mapping[str, ParamSpec], form: Mapping[str, str], booleans: Sequence[str]
+) -> dict[str, Any]:
+    """The parameters a schedule keeps, from the form: text as `parameters_from_form` reads
+    it, and `{"relative": word}` for a date or timestamp parameter given a relative choice."""
+    values: dict[str, Any] = dict(parameters_from_form(specs, form, booleans))
+    for name, spec in specs.items():
+        word = form.get(RELATIVE_PREFIX + name, "").strip()
+        if word and spec.type in ("date", "timestamp"):
+            values[name] = {"relative": word}
+    return values
+
+
+def last_day(text: str) -> tuple[date | None, str | None]:
+    """The schedule's optional last day from its date field, or what is wrong with it."""
+    if not text.strip():
+        return None, None
+    try:
+        return date.fromisoformat(text.strip()), None
+    except ValueError:
+        return None, "is a date (YYYY-MM-DD)"

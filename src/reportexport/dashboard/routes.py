@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.concurrency import run_in_threadpool
@@ -37,7 +37,6 @@ from reportexport.dashboard.session import (
     csrf_token,
     dashboard_user,
     end_session,
-    flash,
     keep_sign_in_token,
     sign_in_token,
     sign_in_token_holds,
@@ -45,8 +44,11 @@ from reportexport.dashboard.session import (
 )
 from reportexport.dashboard.ui import (
     Pager,
+    form_expired,
+    id_of,
     page,
     problem_page,
+    redirect,
     safe_next,
     sort_href,
     to_sign_in,
@@ -55,21 +57,17 @@ from reportexport.job_status import CANCELS, TransitionError
 from reportexport.parameters import InvalidParametersError, ParameterError, single_values
 from reportexport.records import Job, User
 from reportexport.services.errors import GoneError, NotFoundError, ServiceError
-from reportexport.services.exports import MAX_ID, JobView
+from reportexport.services.exports import JobView
 from reportexport.services.sessions import SignInLimitError
 from reportexport.text import quoted
+
+if TYPE_CHECKING:
+    from reportexport.catalog import SavedQuery
 
 router = APIRouter(include_in_schema=False)
 CANCELABLE = [move.from_status for move in CANCELS]
 PAGE_SIZE = 100
 RESERVED_FIELDS = ("saved_query", "key", CSRF_FIELD, forms.BOOLEAN_FIELD)
-
-
-def _job_id(text: str) -> int | None:
-    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_ID))):
-        return None
-    number = int(text)
-    return number if 1 <= number <= MAX_ID else None
 
 
 def _not_found(request: Request, user: User, job_id: str) -> HTMLResponse:
@@ -82,24 +80,6 @@ def _not_found(request: Request, user: User, job_id: str) -> HTMLResponse:
         f"There is no export {shown} for you: it does not exist, or it is someone else's.",
         actions=[("Back to your exports", "/jobs"), ("Start a new export", "/exports/new")],
     )
-
-
-def _form_expired(request: Request, user: User, back: str) -> HTMLResponse:
-    return problem_page(
-        request,
-        user,
-        403,
-        "This form has expired",
-        "The form was sent without this session's security token (it may be from before you "
-        "signed in again). Nothing was changed; open the page again and repeat the action.",
-        actions=[("Back to where you were", back), ("Back to your exports", "/jobs")],
-    )
-
-
-def _redirect(request: Request, to: str, kind: str, text: str) -> RedirectResponse:
-    response = RedirectResponse(to, status_code=303)
-    flash(request, response, kind, text)
-    return response
 
 
 # -- signing in and out ------------------------------------------------------------------------
@@ -159,7 +139,7 @@ def sign_in(
         return waiting
     except ServiceError as exc:
         return _sign_in_form(request, next, exc.detail, status=401)
-    response = _redirect(request, safe_next(next), "success", f"Signed in as {started.user.name}.")
+    response = redirect(request, safe_next(next), "success", f"Signed in as {started.user.name}.")
     start_session(request, response, started)
     return response
 
@@ -170,8 +150,8 @@ def sign_out(request: Request, csrf: str = Form("", alias=CSRF_FIELD)) -> Respon
     if user is None:
         return to_sign_in(request)
     if not csrf_holds(request, csrf):
-        return _form_expired(request, user, "/jobs")
-    response = _redirect(request, "/sign-in", "info", "You are signed out.")
+        return form_expired(request, user, "/jobs")
+    response = redirect(request, "/sign-in", "info", "You are signed out.")
     end_session(request, response)
     return response
 
@@ -202,7 +182,7 @@ def jobs(
         "sort": "oldest" if oldest else "newest",
     }
     problem = None
-    position = _job_id(cursor) if cursor else None
+    position = id_of(cursor) if cursor else None
     try:
         found = exports.jobs_of(
             user,
@@ -235,6 +215,7 @@ def jobs(
         sort_toggle=sort_href(request, "sort", "newest" if oldest else "oldest"),
         cancelable=CANCELABLE,
         elapsed=elapsed,
+        here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
     )
 
 
@@ -316,7 +297,7 @@ def job_page(request: Request, job_id: str) -> Response:
     user = dashboard_user(request)
     if user is None:
         return to_sign_in(request)
-    number = _job_id(job_id)
+    number = id_of(job_id)
     try:
         view = (
             parts(request).exports.job(user, number, with_previous=True)
@@ -367,7 +348,7 @@ def download(request: Request, job_id: str) -> Response:
     user = dashboard_user(request)
     if user is None:
         return to_sign_in(request)
-    number = _job_id(job_id)
+    number = id_of(job_id)
     if number is None:
         return _not_found(request, user, job_id)
     try:
@@ -412,7 +393,7 @@ def schema(request: Request, job_id: str) -> Response:
     user = dashboard_user(request)
     if user is None:
         return to_sign_in(request)
-    number = _job_id(job_id)
+    number = id_of(job_id)
     if number is None:
         return _not_found(request, user, job_id)
     try:
@@ -441,11 +422,11 @@ def cancel(
     user = dashboard_user(request)
     if user is None:
         return to_sign_in(request)
-    number = _job_id(job_id)
+    number = id_of(job_id)
     if number is None:
         return _not_found(request, user, job_id)
     if not csrf_holds(request, csrf):
-        return _form_expired(request, user, f"/jobs/{number}")
+        return form_expired(request, user, f"/jobs/{number}")
     if confirmed != "yes":
         return page(
             request,
@@ -465,8 +446,68 @@ def cancel(
     except TransitionError:
         now = exports.job(user, number).detail.job.status
         why = f"Export #{number} is {now} already: there is nothing to cancel."
-        return _redirect(request, f"/jobs/{number}", "warning", why)
-    return _redirect(request, f"/jobs/{number}", "success", f"Export #{number} is canceled.")
+        return redirect(request, f"/jobs/{number}", "warning", why)
+    return redirect(request, f"/jobs/{number}", "success", f"Export #{number} is canceled.")
+
+
+@router.post("/jobs/cancel")
+async def cancel_several(request: Request) -> Response:
+    """Operators: cancel the exports ticked in the list (each by the rules of one cancel)."""
+    form = await request.form()
+    chosen = [str(v) for v in form.getlist("job")]
+    given = {k: str(v) for k, v in form.items() if k != "job"}
+    return await run_in_threadpool(_cancel_several, request, chosen, given)
+
+
+def _cancel_several(request: Request, chosen: list[str], given: Mapping[str, str]) -> Response:
+    user = dashboard_user(request)
+    if user is None:
+        return to_sign_in(request)
+    back = given.get("back", "/jobs")
+    back = safe_next(back) if back.startswith("/jobs") else "/jobs"
+    if not csrf_holds(request, given.get(CSRF_FIELD, "")):
+        return form_expired(request, user, back)
+    ids = sorted({number for text in chosen if (number := id_of(text)) is not None})
+    if not ids:
+        return redirect(request, back, "info", "No export was ticked: nothing was canceled.")
+    if given.get("confirmed") != "yes":
+        return page(
+            request,
+            "confirm.html",
+            user,
+            title=f"Cancel {len(ids)} {'export' if len(ids) == 1 else 'exports'}?",
+            detail=f"{_ids(ids)}: each stops, and whatever it wrote so far is deleted. This "
+            "cannot be undone.",
+            action="/jobs/cancel",
+            label="Cancel them",
+            back=back,
+            fields=[("back", back)] + [("job", str(number)) for number in ids],
+        )
+    try:
+        done = parts(request).exports.cancel_many(user, ids)
+    except ServiceError as exc:
+        return redirect(request, back, "warning", f"Nothing was canceled: {exc.detail}.")
+    return redirect(request, back, *_bulk_words(done.canceled, done.refused))
+
+
+def _ids(ids: list[int]) -> str:
+    shown = ", ".join(f"#{number}" for number in ids[:12])
+    return shown + (f" and {len(ids) - 12} more" if len(ids) > 12 else "")
+
+
+def _bulk_words(canceled: list[int], refused: list[tuple[int, str]]) -> tuple[str, str]:
+    """The flash message of a bulk cancel: how many were canceled, which not and why."""
+    parts_of_text = []
+    if canceled:
+        noun = "export is" if len(canceled) == 1 else "exports are"
+        parts_of_text.append(f"{len(canceled)} {noun} canceled ({_ids(canceled)}).")
+    if refused:
+        why = "; ".join(f"#{number}: {reason}" for number, reason in refused[:6])
+        more = f"; and {len(refused) - 6} more" if len(refused) > 6 else ""
+        noun = "export" if len(refused) == 1 else "exports"
+        parts_of_text.append(f"{len(refused)} {noun} could not be: {why}{more}.")
+    kind = "success" if not refused else "warning"
+    return kind, " ".join(parts_of_text)
 
 
 @router.post("/jobs/{job_id}/rerun")
@@ -476,11 +517,11 @@ def rerun(
     user = dashboard_user(request)
     if user is None:
         return to_sign_in(request)
-    number = _job_id(job_id)
+    number = id_of(job_id)
     if number is None:
         return _not_found(request, user, job_id)
     if not csrf_holds(request, csrf):
-        return _form_expired(request, user, f"/jobs/{number}")
+        return form_expired(request, user, f"/jobs/{number}")
     try:
         created = parts(request).exports.rerun(user, number, idempotency_key=key or None)
     except NotFoundError:
@@ -500,7 +541,7 @@ def rerun(
         if created.created
         else f"Export #{new} was already started for this."
     )
-    return _redirect(request, f"/jobs/{new}", "success", text)
+    return redirect(request, f"/jobs/{new}", "success", text)
 
 
 # -- a new export ------------------------------------------------------------------------------
@@ -513,16 +554,42 @@ def new_page(request: Request, saved_query: str = "") -> Response:
         return to_sign_in(request)
     queries = parts(request).exports.saved_queries()
     query = next((q for q in queries if q.name == saved_query), queries[0] if queries else None)
-    return page(
+    return new_export_page(
         request,
-        "new_export.html",
         user,
         queries=queries,
         query=query,
         fields=forms.controls(query.parameters) if query else [],
-        problems={},
-        general=[],
-        key=secrets.token_urlsafe(16),
+        schedule=forms.schedule_form(query.parameters if query else {}),
+    )
+
+
+def new_export_page(
+    request: Request,
+    user: User,
+    *,
+    queries: list[SavedQuery],
+    query: SavedQuery | None,
+    fields: list[forms.Control],
+    schedule: forms.ScheduleForm,
+    problems: Mapping[str, str] | None = None,
+    general: list[str] | None = None,
+    key: str | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    """The New export form (with its "Schedule this" part), fresh or with what was sent."""
+    return page(
+        request,
+        "new_export.html",
+        user,
+        status=status,
+        queries=queries,
+        query=query,
+        fields=fields,
+        problems=problems or {},
+        general=general or [],
+        key=key or secrets.token_urlsafe(16),
+        schedule=schedule,
     )
 
 
@@ -540,7 +607,7 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
     given = dict(fields)
     if not csrf_holds(request, next((v for k, v in pairs if k == CSRF_FIELD), "")):
         back = f"/exports/new?saved_query={given.get('saved_query', '')}"
-        return _form_expired(request, user, back)
+        return form_expired(request, user, back)
     booleans = [v for k, v in pairs if k == forms.BOOLEAN_FIELD]
     exports = parts(request).exports
     queries = exports.saved_queries()
@@ -583,17 +650,17 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
             beside = {field_name: exc.detail} if field_name in query.parameters else {}
             above = [] if beside else [exc.detail]
             status = status_of(exc)
-        return page(
+        return new_export_page(
             request,
-            "new_export.html",
             user,
             status=status,
             queries=queries,
             query=query,
-            fields=forms.controls(query.parameters, _shown_values(form, booleans), beside),
+            fields=forms.controls(query.parameters, shown_values(form, booleans), beside),
+            schedule=forms.schedule_form(query.parameters),
             problems=beside,
             general=above,
-            key=key or secrets.token_urlsafe(16),
+            key=key,
         )
     job = created.job
     text = (
@@ -601,10 +668,10 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
         if created.created
         else f"Export #{job.id} was already started by this form."
     )
-    return _redirect(request, f"/jobs/{job.id}", "success", text)
+    return redirect(request, f"/jobs/{job.id}", "success", text)
 
 
-def _shown_values(form: Mapping[str, str], booleans: list[str]) -> dict[str, str]:
+def shown_values(form: Mapping[str, str], booleans: list[str]) -> dict[str, str]:
     """What the person sent, as the controls show it again (an unchecked box stays so)."""
     shown = dict(form)
     for name in booleans:

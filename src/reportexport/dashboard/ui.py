@@ -2,7 +2,9 @@
 
 A page is `page(request, "name.html", user, **context)`: the layout gives every page the same
 navigation, flash message, CSRF token and scripts. A section is added to the navigation by a
-line in `NAV` (operators' sections say so); a list gets cursor pagination from `Pager`.
+line in `NAV` (operators' sections say so; their pages share the tabs of `OPERATOR_TABS`); a
+list gets cursor pagination from `Pager`. An action answers `redirect(...)` with its flash
+message, or `form_expired(...)` when its form lacks the session's CSRF token.
 """
 
 from __future__ import annotations
@@ -19,8 +21,15 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from reportexport.api.deps import parts
 from reportexport.dashboard import format as fmt
-from reportexport.dashboard.session import CSRF_FIELD, csrf_token, forget_flash, take_flash
+from reportexport.dashboard.session import (
+    CSRF_FIELD,
+    csrf_token,
+    flash,
+    forget_flash,
+    take_flash,
+)
 from reportexport.records import User
+from reportexport.services.exports import MAX_ID
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,12 +40,23 @@ class NavItem:
     signed_in_only: bool = True
 
 
-# The sections of the dashboard, in order. Schedules and the operators' pages join here.
+# The sections of the dashboard, in order.
 NAV: list[NavItem] = [
     NavItem(label="Exports", href="/jobs"),
     NavItem(label="New export", href="/exports/new"),
+    NavItem(label="Schedules", href="/schedules"),
+    NavItem(label="Operators", href="/operators", operators_only=True),
     NavItem(label="Lifecycle", href="/lifecycle", signed_in_only=False),
     NavItem(label="API", href="/docs", signed_in_only=False),
+]
+# The operators' pages, one tab each under "Operators".
+OPERATOR_TABS: list[NavItem] = [
+    NavItem(label="Overview", href="/operators", operators_only=True),
+    NavItem(label="Side effects", href="/operators/side-effects", operators_only=True),
+    NavItem(label="Webhooks", href="/operators/webhooks", operators_only=True),
+    NavItem(label="People", href="/operators/people", operators_only=True),
+    NavItem(label="Workers", href="/operators/workers", operators_only=True),
+    NavItem(label="Audit", href="/operators/audit", operators_only=True),
 ]
 
 templates = Jinja2Templates(
@@ -85,6 +105,8 @@ def page(
             "csrf_field": CSRF_FIELD,
             "csrf": csrf_token(request) if user is not None else "",
             "flash": shown,
+            "operator_pages": OPERATOR_TABS,
+            "path": request.url.path,
             **context,
         },
         status_code=status,
@@ -119,6 +141,47 @@ def problem_page(
         actions=forward,
         **context,
     )
+
+
+def redirect(request: Request, to: str, kind: str, text: str) -> RedirectResponse:
+    """After an action: to `to`, which shows `text` once (kind: success, info, warning,
+    problem)."""
+    response = RedirectResponse(to, status_code=303)
+    flash(request, response, kind, text)
+    return response
+
+
+def form_expired(request: Request, user: User, back: str) -> HTMLResponse:
+    """A form sent without this session's CSRF token: nothing was done."""
+    return problem_page(
+        request,
+        user,
+        403,
+        "This form has expired",
+        "The form was sent without this session's security token (it may be from before you "
+        "signed in again). Nothing was changed; open the page again and repeat the action.",
+        actions=[("Back to where you were", back), ("Back to your exports", "/jobs")],
+    )
+
+
+def not_for_you(request: Request, user: User) -> HTMLResponse:
+    """An operators' page opened by someone else."""
+    return problem_page(
+        request,
+        user,
+        403,
+        "For operators only",
+        "This page is for operators. Ask one if you need something done here.",
+        actions=[("Back to your exports", "/jobs")],
+    )
+
+
+def id_of(text: str) -> int | None:
+    """An id from a path or a form (1 to 2^63 - 1), or None."""
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_ID))):
+        return None
+    number = int(text)
+    return number if 1 <= number <= MAX_ID else None
 
 
 def to_sign_in(request: Request) -> RedirectResponse:

@@ -10,7 +10,8 @@ these calls and the results (or `services.errors`) into their own answers. Here 
   against their limits, recording who asked;
 - **visibility**: people see, cancel and download their own jobs; operators see everyone's;
   another person's job does not exist for you;
-- **cancel**, along the fixture's `user` edges;
+- **cancel**, along the fixture's `user` edges, one job or several (an operator's cancel and
+  re-drive are recorded in the audit, in the action's own transaction);
 - **downloads**: only a `succeeded` job's object, until it expires, through a signed link.
 """
 
@@ -25,11 +26,13 @@ from typing import Any, BinaryIO, Protocol
 from reportexport.catalog import Catalog, SavedQuery
 from reportexport.csvschema import file_schema, schema_file_name
 from reportexport.exports import new_export
+from reportexport.job_status import TransitionError
 from reportexport.lifecycle import is_effect, is_status
 from reportexport.links import LinkError, verify_download
 from reportexport.objects import ObjectKeyError, ObjectStore
 from reportexport.parameters import ParameterError, validate
 from reportexport.records import (
+    AuditEntry,
     Firing,
     Job,
     JobDetail,
@@ -49,7 +52,13 @@ from reportexport.services.errors import (
     OverLimitError,
 )
 from reportexport.settings import default
-from reportexport.store import EffectStore, JobNotFoundError, JobStore, OwnerLimitError
+from reportexport.store import (
+    EffectStore,
+    JobNotFoundError,
+    JobStore,
+    OwnerLimitError,
+    StaleStatusError,
+)
 from reportexport.text import quoted, unsafe_text
 
 MAX_ID = 2**63 - 1  # ids are 64-bit in both databases
@@ -115,6 +124,14 @@ class JobView:
     downloads: list[tuple[str, datetime]]
     firing: Firing | None = None  # the schedule's firing that made the job
     previous: Job | None = None  # the owner's last success of the same query and parameters
+
+
+@dataclass(frozen=True, kw_only=True)
+class BulkCancel:
+    """What a cancel of several jobs did: the jobs canceled, and why each other one was not."""
+
+    canceled: list[int]
+    refused: list[tuple[int, str]]  # (job id, why)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,9 +227,13 @@ class ExportService:
         )
         return self._insert(new)
 
-    def check_parameters(self, saved_query: str, parameters: Mapping[str, Any]) -> None:
-        """ParameterError unless `parameters` (typed JSON values) fit `saved_query`."""
-        validate(self.saved_query(saved_query).parameters, parameters, from_text=False)
+    def check_parameters(
+        self, saved_query: str, parameters: Mapping[str, Any], *, every_problem: bool = False
+    ) -> None:
+        """ParameterError unless `parameters` (typed JSON values) fit `saved_query` (with
+        `every_problem`, InvalidParametersError names every one)."""
+        specs = self.saved_query(saved_query).parameters
+        validate(specs, parameters, from_text=False, every_problem=every_problem)
 
     def create_scheduled(
         self,
@@ -316,7 +337,8 @@ class ExportService:
         rules = self.fairness
         if exc.limit == "max_active":
             return OverLimitError(
-                f"{exc.count} exports of {owner} are queued or running; "
+                f"{exc.count} {'export' if exc.count == 1 else 'exports'} of {owner} "
+                f"{'is' if exc.count == 1 else 'are'} queued or running; "
                 f"at most {exc.maximum} may be at once",
                 limit="max_active",
                 retry_after=10,
@@ -384,7 +406,7 @@ class ExportService:
                 raise InvalidInputError(field, "range", f"{field} must be 1 to {MAX_ID}")
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError("limit", "range", f"limit must be 1 to {MAX_PAGE}")
-        job_id, titled = self._search(search)
+        job_id, titled = self.search_terms(search)
         return self.jobs.list_jobs(
             JobFilter(
                 owner=owner if is_operator(person) else person.name,
@@ -399,7 +421,7 @@ class ExportService:
             )
         )
 
-    def _search(self, search: str | None) -> tuple[int | None, tuple[str, ...] | None]:
+    def search_terms(self, search: str | None) -> tuple[int | None, tuple[str, ...] | None]:
         """A search as a job id, or as the names of the saved queries whose title or name
         holds every word of it (which may be none: then no job matches)."""
         words = (search or "").strip()
@@ -417,14 +439,51 @@ class ExportService:
         )
         return None, names
 
-    def cancel(self, person: Person, job_id: int) -> Job:
-        """Cancel a queued or running job along the fixture's `user` edge."""
+    def cancel(self, person: Person, job_id: int, *, detail: str | None = None) -> Job:
+        """Cancel a queued or running job along the fixture's `user` edge; an operator's
+        cancel is recorded in the audit (with `detail`)."""
         self.job(person, job_id)
         reason = "canceled by an operator" if is_operator(person) else "canceled by its owner"
+        audit = None
+        if is_operator(person):
+            audit = AuditEntry(
+                person=person.name,
+                action="cancel_job",
+                object_kind="job",
+                object_id=str(job_id),
+                detail=detail,
+            )
         try:
-            return self.jobs.cancel_job(JobId(job_id), person=person.name, reason=reason)
+            return self.jobs.cancel_job(
+                JobId(job_id), person=person.name, reason=reason, audit=audit
+            )
         except JobNotFoundError:
             raise NotFoundError(f"no export {job_id}") from None
+
+    def cancel_many(self, person: Person, job_ids: Collection[int]) -> BulkCancel:
+        """Cancel each of several jobs as `cancel` does (each by its own rules, in its own
+        transaction); what could not be canceled is said, not raised."""
+        wanted = sorted(set(job_ids))
+        if not wanted:
+            raise InvalidInputError("job", "required", "choose at least one export to cancel")
+        if len(wanted) > MAX_PAGE:
+            raise InvalidInputError("job", "max_items", f"at most {MAX_PAGE} exports at once")
+        canceled: list[int] = []
+        refused: list[tuple[int, str]] = []
+        detail = f"one of {len(wanted)} canceled together" if len(wanted) > 1 else None
+        for job_id in wanted:
+            try:
+                self.cancel(person, job_id, detail=detail)
+            except NotFoundError:
+                refused.append((job_id, "no such export"))
+            except StaleStatusError:
+                refused.append((job_id, "it kept changing while it was being canceled"))
+            except TransitionError:
+                found = self.jobs.jobs_by_ids([job_id])
+                refused.append((job_id, f"{found[0].status} already" if found else "gone"))
+            else:
+                canceled.append(job_id)
+        return BulkCancel(canceled=canceled, refused=refused)
 
     def redrive(self, person: Person, job_id: int, effect: str) -> None:
         """An operator tries a given-up side effect again."""
@@ -435,7 +494,13 @@ class ExportService:
                 "effect", "unknown", f"{quoted(effect)} is not a side effect of the lifecycle"
             )
         self.job(person, job_id)
-        if not self.effects.redrive_side_effect(job_id, effect, now=self.clock()):
+        audit = AuditEntry(
+            person=person.name,
+            action="redrive_side_effect",
+            object_kind="side_effect",
+            object_id=f"{job_id}/{effect}",
+        )
+        if not self.effects.redrive_side_effect(job_id, effect, now=self.clock(), audit=audit):
             raise ConflictError(
                 f"job {job_id} has no given-up side effect {quoted(effect)}",
                 title="Not given up",

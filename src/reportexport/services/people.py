@@ -1,4 +1,11 @@
-"""People and their API tokens: sign-in, and the operators' tools to add and revoke."""
+"""People and their API tokens: sign-in, and the operators' tools to add, list and revoke.
+
+A person has one token, stored only hashed. An operator may give them a new one (shown once),
+revoke the token alone (the person stays, with no way in until given a new token), or revoke
+the person for good; either revocation ends their dashboard sessions in the same transaction.
+What an operator does here is recorded in the audit, in that transaction too. The command line
+acts as an operator; a call without `by` is the program's own (its first people at start-up).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +13,16 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from reportexport.records import ROLES, User
-from reportexport.services.errors import ConflictError, InvalidInputError
+from reportexport.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
+from reportexport.services.errors import ConflictError, ForbiddenError, InvalidInputError
+from reportexport.services.exports import MAX_ID, MAX_PAGE, Person, is_operator
 from reportexport.store import UserExistsError, Users
 from reportexport.text import unsafe_text
 
 # Names appear in URLs, logs and CSV-free places alike: keep them plain.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 MAX_TOKEN_LENGTH = 200
+MAX_SEARCH = 100
 
 
 class PeopleService:
@@ -29,8 +38,9 @@ class PeopleService:
             return None
         return self.users.user_by_token(token)
 
-    def add(self, name: str, role: str = "user") -> tuple[User, str]:
+    def add(self, name: str, role: str = "user", *, by: Person | None = None) -> tuple[User, str]:
         """A new person and their token, which is shown once and stored only hashed."""
+        audit = self._audit(by, "add_person", name, f"as {role}")
         if unsafe_text(name) is not None or not NAME.fullmatch(name):
             raise InvalidInputError(
                 "name",
@@ -42,7 +52,7 @@ class PeopleService:
         if self.users.user_by_name(name) is not None:
             raise ConflictError(f"a user named {name!r} already exists", title="User exists")
         try:
-            return self.users.add_user(name, role)
+            return self.users.add_user(name, role, audit=audit)
         except UserExistsError as exc:  # a concurrent add of the same name
             raise ConflictError(str(exc), title="User exists") from None
 
@@ -54,15 +64,79 @@ class PeopleService:
     def list(self) -> list[User]:
         return self.users.list_users()
 
-    def new_token(self, name: str) -> tuple[User, str] | None:
+    def page(
+        self,
+        person: Person,
+        *,
+        search: str | None = None,
+        cursor: int | None = None,
+        newest_first: bool = False,
+        limit: int = 50,
+    ) -> PeoplePage:
+        """Operators: everyone (or those whose name holds `search`), with their live sessions."""
+        if not is_operator(person):
+            raise ForbiddenError("only operators see everyone")
+        words = (search or "").strip()
+        if unsafe_text(words) is not None or len(words) > MAX_SEARCH:
+            raise InvalidInputError("search", "text", f"a search is at most {MAX_SEARCH} letters")
+        if cursor is not None and not 1 <= cursor <= MAX_ID:
+            raise InvalidInputError("cursor", "range", f"cursor must be 1 to {MAX_ID}")
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInputError("limit", "range", f"limit must be 1 to {MAX_PAGE}")
+        return self.users.people_page(
+            now=self.clock(),
+            name_holds=words or None,
+            cursor=cursor,
+            newest_first=newest_first,
+            limit=limit,
+        )
+
+    def new_token(self, name: str, *, by: Person | None = None) -> tuple[User, str] | None:
         """A new token for an active person, shown once; their old token stops working (their
-        dashboard sessions go on). None when there is no active person of that name."""
+        dashboard sessions go on), and a revoked token is replaced. None when there is no
+        active person of that name."""
+        audit = self._audit(by, "new_token", name)
         if unsafe_text(name) is not None:
             return None
-        return self.users.replace_token(name)
+        return self.users.replace_token(name, audit=audit)
 
-    def revoke(self, name: str) -> bool:
-        """Revoke a person's token; False when there is no active person of that name."""
+    def revoke_token(self, name: str, *, by: Person | None = None) -> bool:
+        """The person's token stops working and their dashboard sessions end; the person
+        stays. False when there is no active person of that name with a working token."""
+        audit = self._audit(by, "revoke_token", name, "their dashboard sessions ended")
+        _not_yourself(by, name)
         if unsafe_text(name) is not None:
             return False
-        return self.users.revoke_user(name, now=self.clock())
+        return self.users.revoke_token(name, now=self.clock(), audit=audit)
+
+    def revoke(self, name: str, *, by: Person | None = None) -> bool:
+        """Revoke a person (their token, for good) and end their dashboard sessions; False
+        when there is no active person of that name."""
+        audit = self._audit(by, "revoke_person", name, "their dashboard sessions ended")
+        _not_yourself(by, name)
+        if unsafe_text(name) is not None:
+            return False
+        return self.users.revoke_user(name, now=self.clock(), audit=audit)
+
+    @staticmethod
+    def _audit(
+        by: Person | None, action: AuditAction, name: str, detail: str | None = None
+    ) -> AuditEntry | None:
+        """The entry of an operator's action; ForbiddenError when `by` is no operator."""
+        if by is None:
+            return None
+        if not is_operator(by):
+            raise ForbiddenError("only operators add people and give or revoke their tokens")
+        return AuditEntry(
+            person=by.name, action=action, object_kind="person", object_id=name, detail=detail
+        )
+
+
+def _not_yourself(by: Person | None, name: str) -> None:
+    """An operator does not lock themself out: another operator (or the shell) revokes them."""
+    if by is not None and by.name == name:
+        raise ConflictError(
+            "you cannot revoke your own token here; another operator or "
+            f"`reportexport users revoke {name}` can",
+            title="That is you",
+        )

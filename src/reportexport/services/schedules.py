@@ -13,20 +13,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
-from reportexport.catalog import Catalog
-from reportexport.parameters import ParameterError
+from reportexport.catalog import Catalog, SavedQuery
+from reportexport.parameters import InvalidParametersError, ParameterError, coerce
 from reportexport.records import Firing, Schedule
-from reportexport.schedules import Cron, ScheduleError, is_relative, resolve
+from reportexport.schedules import Cron, ScheduleError, end_of_day, is_relative, resolve
 from reportexport.services.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
     OverLimitError,
 )
-from reportexport.services.exports import Created, ExportService, Person, is_operator
+from reportexport.services.exports import (
+    MAX_ID,
+    MAX_PAGE,
+    Created,
+    ExportService,
+    Person,
+    is_operator,
+)
 from reportexport.settings import default
 from reportexport.store import ScheduleStore
 from reportexport.text import quoted
@@ -53,6 +61,21 @@ class ScheduleView:
     description: str
     next_times: list[datetime]
     firings: list[Firing]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulePage:
+    views: list[ScheduleView]
+    next_cursor: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preview:
+    """A cron expression in a time zone, as a form shows it while it is typed."""
+
+    description: str
+    time_zone: str
+    next_times: list[datetime]
 
 
 class ScheduleService:
@@ -84,9 +107,18 @@ class ScheduleService:
         cron: str,
         time_zone: str,
         ends_at: datetime | None = None,
+        last_day: date | None = None,
+        from_text: bool = False,
+        every_problem: bool = False,
     ) -> ScheduleView:
         """A schedule of `saved_query` owned by `person`; its parameters are checked now as a
-        firing would resolve them."""
+        firing would resolve them.
+
+        `last_day` ends it after that local day in its time zone (instead of `ends_at`).
+        `from_text` takes parameter values as text (a form), a relative one as
+        `{"relative": word}`; with `every_problem`, InvalidParametersError names every
+        parameter that is wrong.
+        """
         now = self.clock()
         parsed = _cron(cron, time_zone)
         query = self.catalog.queries.get(saved_query)
@@ -95,6 +127,12 @@ class ScheduleService:
                 "saved_query", "unknown", f"no saved query {quoted(saved_query)}",
                 title="Unknown saved query",
             )  # fmt: skip
+        if last_day is not None:
+            if ends_at is not None:
+                raise InvalidInputError("last_day", "either", "give ends_at or last_day, not both")
+            ends_at = end_of_day(last_day, parsed.zone)
+            if ends_at <= now:
+                raise InvalidInputError("last_day", "future", "the last day is today or later")
         if ends_at is not None and (ends_at.tzinfo is None or ends_at <= now):
             raise InvalidInputError(
                 "ends_at", "future", "ends_at is a moment with its UTC offset, in the future"
@@ -104,7 +142,7 @@ class ScheduleService:
             raise InvalidInputError(
                 "cron", "never", f"{cron!r} has no time before the schedule ends"
             )
-        self._check_parameters(saved_query, parameters, parsed, first)
+        parameters = self._checked(query, parameters, parsed, first, from_text, every_problem)
         created = self.schedules.create(
             owner=person.name,
             saved_query=saved_query,
@@ -129,6 +167,27 @@ class ScheduleService:
     def list(self, person: Person) -> list[ScheduleView]:
         owner = None if is_operator(person) else person.name
         return [self._view(s, firings=False) for s in self.schedules.listed(owner)]
+
+    def page(self, person: Person, *, before: int | None = None, limit: int = 50) -> SchedulePage:
+        """A person's schedules (an operator's: everyone's), newest first, `limit` at a time."""
+        if before is not None and not 1 <= before <= MAX_ID:
+            raise InvalidInputError("before", "range", f"before must be 1 to {MAX_ID}")
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInputError("limit", "range", f"limit must be 1 to {MAX_PAGE}")
+        owner = None if is_operator(person) else person.name
+        found = self.schedules.listed(owner, limit + 1, before=before)
+        views = [self._view(s, firings=False) for s in found[:limit]]
+        more = len(found) > limit and views
+        return SchedulePage(views=views, next_cursor=views[-1].schedule.id if more else None)
+
+    def preview(self, cron: str, time_zone: str) -> Preview:
+        """The expression in words and its next firing times from now (nothing is saved)."""
+        parsed = _cron(cron, time_zone)
+        return Preview(
+            description=parsed.describe(),
+            time_zone=parsed.time_zone,
+            next_times=parsed.next_times(self.clock(), NEXT_SHOWN),
+        )
 
     def show(self, person: Person, schedule_id: int) -> ScheduleView:
         return self._view(self._mine(person, schedule_id))
@@ -276,8 +335,54 @@ class ScheduleService:
         query = self.catalog.queries.get(saved_query)
         return {} if query is None else {n: p.type for n, p in query.parameters.items()}
 
+    def _checked(
+        self,
+        query: SavedQuery,
+        parameters: Mapping[str, Any],
+        parsed: Cron,
+        first: datetime,
+        from_text: bool,
+        every_problem: bool,
+    ) -> dict[str, Any]:
+        """The parameters as the schedule keeps them (typed JSON values, relative ones as
+        given), checked as the first firing would resolve them."""
+        typed: dict[str, Any] = {}
+        problems: list[ParameterError] = []
+        for name, value in parameters.items():
+            spec = query.parameters.get(name)
+            if not from_text or spec is None or is_relative(value) or not isinstance(value, str):
+                typed[name] = value
+            elif value != "":  # an empty field is a value not given
+                try:
+                    typed[name] = _json_value(coerce(spec, value, from_text=True))
+                except ParameterError as exc:
+                    problems.append(exc)
+        failed = {problem.parameter for problem in problems}
+        try:
+            self._check_parameters(
+                query.name,
+                {k: v for k, v in typed.items() if k not in failed},
+                parsed,
+                first,
+                every_problem=every_problem,
+            )
+        except InvalidParametersError as exc:
+            problems += [p for p in exc.problems if p.parameter not in failed]
+        except ParameterError as exc:
+            if exc.parameter not in failed:
+                problems.append(exc)
+        if problems:
+            raise InvalidParametersError(problems) if every_problem else problems[0]
+        return typed
+
     def _check_parameters(
-        self, saved_query: str, parameters: Mapping[str, Any], parsed: Cron, first: datetime
+        self,
+        saved_query: str,
+        parameters: Mapping[str, Any],
+        parsed: Cron,
+        first: datetime,
+        *,
+        every_problem: bool = False,
     ) -> None:
         types = self._types(saved_query)
         for name, value in parameters.items():
@@ -288,7 +393,7 @@ class ScheduleService:
                 )  # fmt: skip
         try:
             resolved = resolve(parameters, types, first, parsed.zone)
-            self.exports.check_parameters(saved_query, resolved)
+            self.exports.check_parameters(saved_query, resolved, every_problem=every_problem)
         except ScheduleError as exc:
             raise InvalidInputError("parameters", "relative", str(exc)) from None
 
@@ -320,6 +425,15 @@ class ScheduleService:
             next_times=sorted(set(upcoming))[:NEXT_SHOWN],
             firings=self.schedules.firings(schedule.id) if firings else [],
         )
+
+
+def _json_value(value: Any) -> Any:
+    """A typed parameter value as the schedule keeps it: JSON's own number, ISO text."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return value
 
 
 def _made(created: Created | None) -> bool:

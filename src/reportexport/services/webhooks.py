@@ -3,7 +3,8 @@
 A person registers endpoints for their own events; an operator may register one for any
 existing user, or the global endpoint that receives every event. Registration refuses what the
 URL itself shows to be unsafe (see `webhooks.ssrf.check_webhook_url`); every delivery checks
-every address the name resolves to.
+every address the name resolves to. What an operator does to an endpoint (add, rotate, disable,
+test) is recorded in the audit, in the same transaction as the change.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from reportexport.records import WebhookEndpoint
+from reportexport.records import AuditAction, AuditEntry, WebhookEndpoint
 from reportexport.services.errors import (
     ConflictError,
     ForbiddenError,
@@ -25,7 +26,7 @@ from reportexport.services.errors import (
     NotFoundError,
 )
 from reportexport.services.exports import MAX_ID, Person, is_operator
-from reportexport.store import GlobalEndpointExistsError, Users, WebhookEndpoints
+from reportexport.store import GlobalEndpointExistsError, OperatorAudit, Users, WebhookEndpoints
 from reportexport.text import quoted, unsafe_text
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import new_secret, signed_headers
@@ -53,18 +54,26 @@ class TestDelivery:
     problem: str | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class EndpointPage:
+    endpoints: list[WebhookEndpoint]
+    next_cursor: int | None
+
+
 class WebhookService:
     def __init__(
         self,
         *,
         endpoints: WebhookEndpoints,
         users: Users,
+        audit: OperatorAudit,
         allow_private: bool = False,
         resolver: Resolver = system_resolver,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.endpoints = endpoints
         self.users = users
+        self.audit = audit
         self.allow_private = allow_private
         self.resolver = resolver
         self.clock = clock
@@ -88,8 +97,11 @@ class WebhookService:
         receiver = None if everyone else (owner or person.name)
         if receiver is not None and self.users.user_by_name(receiver) is None:
             raise InvalidInputError("owner", "unknown", f"no user named {quoted(receiver)}")
+        audit = self._audit(person, "add_webhook_endpoint", "", f"for {receiver or 'everyone'}")
         try:
-            return self.endpoints.add_webhook_endpoint(owner=receiver, url=url, secret=new_secret())
+            return self.endpoints.add_webhook_endpoint(
+                owner=receiver, url=url, secret=new_secret(), audit=audit
+            )
         except GlobalEndpointExistsError:
             found = [
                 str(e.id)
@@ -108,6 +120,27 @@ class WebhookService:
             raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
         return self.endpoints.list_webhook_endpoints(owner if is_operator(person) else person.name)
 
+    def page(
+        self,
+        person: Person,
+        *,
+        owner: str | None = None,
+        only_global: bool = False,
+        before: int | None = None,
+        limit: int = 50,
+    ) -> EndpointPage:
+        """Operators: every endpoint (or one owner's, or the global one), newest first."""
+        if not is_operator(person):
+            raise ForbiddenError("only operators see every webhook endpoint")
+        if owner is not None and unsafe_text(owner) is not None:
+            raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
+        if before is not None and not 1 <= before <= MAX_ID:
+            raise InvalidInputError("before", "range", f"before must be 1 to {MAX_ID}")
+        found, cursor = self.endpoints.webhook_endpoints_page(
+            owner=owner, only_global=only_global, before=before, limit=limit
+        )
+        return EndpointPage(endpoints=found, next_cursor=cursor)
+
     def rotate(
         self, person: Person, endpoint_id: int, *, overlap_hours: float = 24.0
     ) -> WebhookEndpoint:
@@ -118,9 +151,11 @@ class WebhookService:
             )
         self.endpoint(person, endpoint_id)
         until = self.clock() + timedelta(hours=overlap_hours)
+        overlap = f"the previous secret signs until {until.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        audit = self._audit(person, "rotate_webhook_secret", str(endpoint_id), overlap)
         try:
             return self.endpoints.rotate_webhook_secret(
-                endpoint_id, secret=new_secret(), until=until
+                endpoint_id, secret=new_secret(), until=until, audit=audit
             )
         except LookupError:
             raise NotFoundError(f"no enabled webhook endpoint {endpoint_id}") from None
@@ -129,7 +164,10 @@ class WebhookService:
         """Stop sending to an endpoint; False when it was already removed."""
         self.endpoint(person, endpoint_id)
         return self.endpoints.disable_webhook_endpoint(
-            endpoint_id, now=self.clock(), reason=f"removed by {person.name}"
+            endpoint_id,
+            now=self.clock(),
+            reason=f"removed by {person.name}",
+            audit=self._audit(person, "disable_webhook_endpoint", str(endpoint_id)),
         )
 
     def test(self, person: Person, endpoint_id: int) -> TestDelivery:
@@ -147,16 +185,36 @@ class WebhookService:
         try:
             destination = checking.result(timeout=TEST_RESOLVE_SECONDS)
         except UnsafeDestinationError as exc:
-            return TestDelivery(delivered=False, response_status=None, problem=str(exc))
+            delivery = TestDelivery(delivered=False, response_status=None, problem=str(exc))
         except concurrent.futures.TimeoutError:
             problem = f"the host name did not resolve within {TEST_RESOLVE_SECONDS:g} s"
-            return TestDelivery(delivered=False, response_status=None, problem=problem)
-        message_id = f"msg_test_{uuid.uuid4().hex}"
-        headers = signed_headers(endpoint.secrets(now), message_id, now, body)
-        with httpx.Client(timeout=TEST_STEP_SECONDS, follow_redirects=False) as client:
-            answer = send(client, destination, headers, body)
-        return TestDelivery(
-            delivered=answer.ok, response_status=answer.status, problem=answer.error
+            delivery = TestDelivery(delivered=False, response_status=None, problem=problem)
+        else:
+            message_id = f"msg_test_{uuid.uuid4().hex}"
+            headers = signed_headers(endpoint.secrets(now), message_id, now, body)
+            with httpx.Client(timeout=TEST_STEP_SECONDS, follow_redirects=False) as client:
+                answer = send(client, destination, headers, body)
+            delivery = TestDelivery(
+                delivered=answer.ok, response_status=answer.status, problem=answer.error
+            )
+        audit = self._audit(person, "test_webhook_endpoint", str(endpoint_id), _outcome(delivery))
+        if audit is not None:
+            self.audit.record(audit)
+        return delivery
+
+    @staticmethod
+    def _audit(
+        person: Person, action: AuditAction, endpoint_id: str, detail: str | None = None
+    ) -> AuditEntry | None:
+        """The audit entry of an operator's action (a person's own endpoints are theirs)."""
+        if not is_operator(person):
+            return None
+        return AuditEntry(
+            person=person.name,
+            action=action,
+            object_kind="webhook_endpoint",
+            object_id=endpoint_id,
+            detail=detail,
         )
 
     def endpoint(self, person: Person, endpoint_id: int) -> WebhookEndpoint:
@@ -170,3 +228,10 @@ class WebhookService:
         if found is None or (not is_operator(person) and found.owner != person.name):
             raise NotFoundError(f"no webhook endpoint {endpoint_id}")
         return found
+
+
+def _outcome(delivery: TestDelivery) -> str:
+    if delivery.delivered:
+        return f"delivered (HTTP {delivery.response_status})"
+    answered = f"HTTP {delivery.response_status}" if delivery.response_status else "no answer"
+    return f"not delivered ({answered}): {delivery.problem or 'refused'}"[:500]

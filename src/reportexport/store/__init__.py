@@ -5,8 +5,8 @@
 `Database` made of roles, each holding the driver: `jobs` (what people do to jobs), `queue`
 (what workers do), `effects` (side-effect rows), `endpoints` (webhook endpoints and
 deliveries), `users`, `heartbeats`, `caps` (sources' max_concurrent), `metrics`,
-`retention` (purges), `schedules`, `sessions` (the dashboard's) and `schema` (upgrade,
-check, probe). A consumer takes the role it uses.
+`retention` (purges), `schedules`, `sessions` (the dashboard's), `audit` (what operators
+did) and `schema` (upgrade, check, probe). A consumer takes the role it uses.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from reportexport.records import (
     WebhookEndpoint,
 )
 from reportexport.settings import default
+from reportexport.store.audit import OperatorAudit
 from reportexport.store.caps import SourceCaps
 from reportexport.store.driver import SchemaDriver
 from reportexport.store.effects import EffectStore
@@ -86,6 +87,7 @@ __all__ = [
     "Metrics",
     "MetricsSnapshot",
     "NewJob",
+    "OperatorAudit",
     "Outcome",
     "OwnerLimitError",
     "OwnerLimits",
@@ -130,6 +132,7 @@ class Database:
         self.retention = Retention(driver)
         self.schedules = ScheduleStore(driver)
         self.sessions = DashboardSessions(driver)
+        self.audit = OperatorAudit(driver)
         self.schema = Schema(driver, graph)
 
     def close(self) -> None:

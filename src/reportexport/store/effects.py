@@ -6,7 +6,15 @@ from datetime import datetime
 from typing import Any
 
 from reportexport.lifecycle import Effect
-from reportexport.records import ClaimedEffect, SideEffect
+from reportexport.records import (
+    AuditEntry,
+    ClaimedEffect,
+    EffectFilter,
+    EffectPage,
+    ListedEffect,
+    SideEffect,
+)
+from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver
 
 
@@ -55,14 +63,59 @@ class EffectStore:
         }
         return self._changed("retry_side_effect", params)
 
-    def redrive_side_effect(self, job_id: int, effect: Effect, *, now: datetime) -> bool:
+    def redrive_side_effect(
+        self, job_id: int, effect: Effect, *, now: datetime, audit: AuditEntry | None = None
+    ) -> bool:
+        """A given-up row due again (False when it was not given up); `audit` is recorded in
+        the same transaction when it was."""
         params = {"job_id": job_id, "effect": effect, "now": self.codec.moment(now)}
-        return self._changed("redrive_side_effect", params)
+        with self.driver.write() as session:
+            if session.row("redrive_side_effect", params) is None:
+                return False
+            if audit is not None:
+                write_entry(session, audit)
+        return True
 
     def given_up_side_effects(self, limit: int = 100) -> list[SideEffect]:
         with self.driver.read() as session:
             rows = session.rows("given_up_side_effects", {"limit": limit})
         return [self.codec.record(SideEffect, row) for row in rows]
+
+    def side_effects(self, where: EffectFilter) -> EffectPage:
+        """Given-up rows, or rows neither completed nor given up, `where.limit` at a time."""
+        params = {
+            "given_up": 1 if where.given_up else 0,
+            "owner": where.owner,
+            "job_id": where.job_id,
+            "by_queries": 0 if where.saved_queries is None else 1,
+            "saved_queries": self.codec.names(list(where.saved_queries or ())),
+            "cursor": where.cursor,
+            "oldest": 1 if where.oldest_first else 0,
+            "limit": where.limit + 1,
+        }
+        with self.driver.read() as session:
+            rows = session.rows("list_side_effects", params)
+        listed = tuple(self._listed(row) for row in rows[: where.limit])
+        more = len(rows) > where.limit
+        return EffectPage(
+            effects=listed, next_cursor=listed[-1].effect.id if more and listed else None
+        )
+
+    def side_effect_counts(self) -> tuple[int, int]:
+        """(given up, neither completed nor given up)."""
+        with self.driver.read() as session:
+            row = session.row("side_effect_counts")
+        return (int(row["given_up"] or 0), int(row["waiting"] or 0)) if row else (0, 0)
+
+    def _listed(self, row: Any) -> ListedEffect:
+        options = self.codec.json_from(row["job_options"]) or {}
+        saved_query = str(row["job_saved_query"])
+        return ListedEffect(
+            effect=self.codec.record(SideEffect, row),
+            owner=str(row["job_owner"]),
+            saved_query=saved_query,
+            title=str(options.get("title") or saved_query),
+        )
 
     def _changed(self, query: str, params: dict[str, Any]) -> bool:
         with self.driver.write() as session:

@@ -7,6 +7,7 @@ from datetime import datetime
 from frozen_lifecycle.graph import Graph
 from reportexport.job_status import CANCELS, check_transition
 from reportexport.records import (
+    AuditEntry,
     HistoryEntry,
     Job,
     JobDetail,
@@ -17,6 +18,7 @@ from reportexport.records import (
     OwnerLimits,
     SideEffect,
 )
+from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver, Session
 from reportexport.store.errors import (
     JobNotFoundError,
@@ -146,9 +148,16 @@ class JobStore:
         return None if row is None else self.codec.record(Job, row)
 
     def cancel_job(
-        self, job_id: JobId, *, person: str, owner: str | None = None, reason: str | None = None
+        self,
+        job_id: JobId,
+        *,
+        person: str,
+        owner: str | None = None,
+        reason: str | None = None,
+        audit: AuditEntry | None = None,
     ) -> Job:
-        """Cancel a queued or running job as actor `user`; `owner` limits it to their jobs."""
+        """Cancel a queued or running job as actor `user`; `owner` limits it to their jobs;
+        `audit` is recorded in the cancel's transaction."""
         for _ in range(CANCEL_ATTEMPTS):
             with self.driver.write() as session:
                 job = self._job(session, job_id)
@@ -157,6 +166,8 @@ class JobStore:
                 check_transition(job.status, CANCELED, CANCELS[0].actor, graph=self.graph)
                 params = {"id": job_id, "expected": job.status, "person": person, "reason": reason}
                 if session.row("cancel_job", params) is not None:
+                    if audit is not None:
+                        write_entry(session, audit)
                     return self._job(session, job_id)
         raise StaleStatusError(job_id, "cancelable")
 

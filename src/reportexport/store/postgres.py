@@ -44,7 +44,8 @@ UPGRADE_LOCK_TIMEOUT_MS = 300  # how long an upgrade waits for a table lock, per
 SERIALISE = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))"
 # What the service role may do: use the tables without owning them. History and side-effect
 # rows are written by the SECURITY DEFINER triggers; nothing is deleted but heartbeats and the
-# free slots of a source whose cap was lowered (a schedule is deleted by a timestamp). Every
+# free slots of a source whose cap was lowered (a schedule is deleted by a timestamp); the
+# operators' audit is appended to and read, never changed (its triggers refuse that too). Every
 # table of the schema is named here or in OWNER_ONLY (tests/store/test_enforcement.py).
 SERVICE_GRANTS = (
     (
@@ -59,7 +60,7 @@ SERVICE_GRANTS = (
         ),
     ),
     ("SELECT, UPDATE", ("job_side_effects", "source_caps")),
-    ("SELECT, INSERT", ("job_downloads",)),
+    ("SELECT, INSERT", ("job_downloads", "operator_audit")),
     ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats", "source_slots", "dashboard_sessions")),
     ("INSERT", ("source_caps",)),
     (

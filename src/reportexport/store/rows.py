@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from reportexport.records import (
+    AuditRecord,
     ClaimedJob,
     Firing,
     HistoryEntry,
@@ -32,6 +33,7 @@ RECORDS = (
     Purge,
     Schedule,
     Firing,
+    AuditRecord,
 )
 TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type)) for cls in RECORDS

@@ -56,9 +56,14 @@ class ScheduleStore:
             row = session.row("get_schedule", {"id": schedule_id})
         return None if row is None else self._schedule(row)
 
-    def listed(self, owner: str | None, limit: int = 100) -> list[Schedule]:
+    def listed(
+        self, owner: str | None, limit: int = 100, *, before: int | None = None
+    ) -> list[Schedule]:
+        """An owner's schedules (everyone's when `owner` is None), newest first, below the
+        id `before`."""
+        params = {"owner": owner, "limit": limit, "before": before}
         with self.driver.read() as session:
-            rows = session.rows("list_schedules", {"owner": owner, "limit": limit})
+            rows = session.rows("list_schedules", params)
         return [self._schedule(row) for row in rows]
 
     def pause(self, schedule_id: int, *, now: datetime, reason: str) -> Schedule | None:

@@ -6,8 +6,9 @@ import hashlib
 import secrets
 from datetime import datetime
 
-from reportexport.records import ROLES, User
-from reportexport.store.driver import Driver, Row
+from reportexport.records import ROLES, AuditEntry, ListedPerson, PeoplePage, User
+from reportexport.store.audit import write_entry
+from reportexport.store.driver import Driver, Row, Session
 from reportexport.store.errors import StoreError, UniqueViolationError
 
 
@@ -25,7 +26,9 @@ class Users:
         self.driver = driver
         self.codec = driver.codec
 
-    def add_user(self, name: str, role: str) -> tuple[User, str]:
+    def add_user(
+        self, name: str, role: str, *, audit: AuditEntry | None = None
+    ) -> tuple[User, str]:
         """The new user and their token, which is shown once and never stored."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
@@ -34,6 +37,8 @@ class Users:
         try:
             with self.driver.write() as session:
                 row = session.row("add_user", params)
+                if row is not None and audit is not None:
+                    write_entry(session, audit)
         except UniqueViolationError as exc:
             if exc.table == "users":
                 raise UserExistsError(f"a user named {name!r} already exists") from exc
@@ -58,18 +63,76 @@ class Users:
             rows = session.rows("list_users")
         return [self._user(row) for row in rows]
 
-    def replace_token(self, name: str) -> tuple[User, str] | None:
-        """A new token for an active person (the old one stops working); None when there is
-        no active person of that name."""
+    def people_page(
+        self,
+        *,
+        now: datetime,
+        name_holds: str | None = None,
+        cursor: int | None = None,
+        newest_first: bool = False,
+        limit: int = 50,
+    ) -> PeoplePage:
+        """People (whose name holds `name_holds`, case-folded), with their live sessions."""
+        pattern = None
+        if name_holds:
+            escaped = "".join("!" + c if c in "!%_" else c for c in name_holds.lower())
+            pattern = f"%{escaped}%"
+        params = {
+            "now": self.codec.moment(now),
+            "pattern": pattern,
+            "cursor": cursor,
+            "newest": 1 if newest_first else 0,
+            "limit": limit + 1,
+        }
+        with self.driver.read() as session:
+            rows = session.rows("people_page", params)
+        people = tuple(
+            ListedPerson(user=self._user(row), live_sessions=int(row["live_sessions"]))
+            for row in rows[:limit]
+        )
+        more = len(rows) > limit and people
+        return PeoplePage(people=people, next_cursor=people[-1].user.id if more else None)
+
+    def replace_token(
+        self, name: str, *, audit: AuditEntry | None = None
+    ) -> tuple[User, str] | None:
+        """A new token for an active person (the old one, or a revoked one, stops mattering);
+        None when there is no active person of that name. Their dashboard sessions go on."""
         token = "rxp_" + secrets.token_urlsafe(32)
         with self.driver.write() as session:
             row = session.row("replace_token", {"name": name, "token_hash": token_hash(token)})
+            if row is not None and audit is not None:
+                write_entry(session, audit)
         return None if row is None else (self._user(row), token)
 
-    def revoke_user(self, name: str, *, now: datetime) -> bool:
-        params = {"name": name, "now": self.codec.moment(now)}
+    def revoke_token(self, name: str, *, now: datetime, audit: AuditEntry | None = None) -> bool:
+        """A person's token stops working and their dashboard sessions end, in one
+        transaction; the person stays (a new token lets them in again). False when there is
+        no active person of that name with a working token."""
+        moment = self.codec.moment(now)
         with self.driver.write() as session:
-            return session.row("revoke_user", params) is not None
+            row = session.row("revoke_token", {"name": name, "now": moment})
+            return self._revoked(session, row, moment, audit)
+
+    def revoke_user(self, name: str, *, now: datetime, audit: AuditEntry | None = None) -> bool:
+        """A person is revoked for good: their token stops working and their dashboard
+        sessions end, in one transaction. False when there is no active person of that name."""
+        moment = self.codec.moment(now)
+        with self.driver.write() as session:
+            row = session.row("revoke_user", {"name": name, "now": moment})
+            return self._revoked(session, row, moment, audit)
+
+    @staticmethod
+    def _revoked(
+        session: Session, row: Row | None, moment: object, audit: AuditEntry | None
+    ) -> bool:
+        """End the revoked person's sessions and record the action (nothing when no row)."""
+        if row is None:
+            return False
+        session.rows("end_sessions_of_user", {"user_id": int(row["id"]), "now": moment})
+        if audit is not None:
+            write_entry(session, audit)
+        return True
 
     def _user(self, row: Row) -> User:
         user: User = self.codec.record(User, row)

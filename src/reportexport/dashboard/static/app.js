@@ -148,15 +148,41 @@ function zoneNotes(root = document) {
   }
 }
 
+// A time shown in a schedule's zone gets the reader's own time beside it when their zone is
+// another.
+function zonedTimes(root = document) {
+  const mine = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  for (const node of root.querySelectorAll("time[datetime][data-zone]")) {
+    if (node.dataset.zoneShown || !mine || node.dataset.zone === mine) continue;
+    const when = new Date(node.getAttribute("datetime"));
+    if (Number.isNaN(when.getTime())) continue;
+    node.dataset.zoneShown = "1";
+    const yours = document.createElement("span");
+    yours.className = "muted";
+    yours.textContent = ` (${Format.exact.format(when)} your time)`;
+    node.after(yours);
+  }
+}
+
 function enhance(root = document) {
   showTimes(root);
+  zonedTimes(root);
   confirmForms(root);
   copyButtons(root);
   zoneNotes(root);
 }
 
+// On a phone the sections scroll sideways: the current one is kept in view.
+function currentSectionInView() {
+  const current = document.querySelector(".nav [aria-current=page]");
+  if (current && current.parentElement.parentElement.scrollWidth > current.parentElement.parentElement.clientWidth) {
+    current.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   enhance();
+  currentSectionInView();
   autoSubmit();
   setInterval(() => showTimes(), 30000);
 });

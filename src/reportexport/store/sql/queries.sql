@@ -259,6 +259,30 @@ RETURNING job_id;
 SELECT * FROM job_side_effects WHERE given_up_at IS NOT NULL
  ORDER BY given_up_at DESC LIMIT :limit;
 
+-- list_side_effects --
+-- Side-effect rows given up (:given_up 1), or neither completed nor given up (0), with their
+-- job's owner, saved query and options; keyset-paginated on id past :cursor, newest first or
+-- (:oldest 1) oldest first. NULL filters match everything, and so does an empty
+-- :saved_queries unless :by_queries is 1 (a search by title that matched no saved query).
+SELECT e.*, j.owner AS job_owner, j.saved_query AS job_saved_query, j.options AS job_options
+  FROM job_side_effects e
+  JOIN jobs j ON j.id = e.job_id
+ WHERE ((:given_up = 1 AND e.given_up_at IS NOT NULL)
+        OR (:given_up = 0 AND e.completed_at IS NULL AND e.given_up_at IS NULL))
+   AND (CAST(:owner AS TEXT) IS NULL OR j.owner = :owner)
+   AND (CAST(:job_id AS BIGINT) IS NULL OR e.job_id = :job_id)
+   AND (:by_queries = 0 OR j.saved_query IN {names(:saved_queries)})
+   AND (CAST(:cursor AS BIGINT) IS NULL
+        OR (:oldest = 1 AND e.id > :cursor) OR (:oldest = 0 AND e.id < :cursor))
+ ORDER BY CASE WHEN :oldest = 1 THEN e.id END, e.id DESC
+ LIMIT :limit;
+
+-- side_effect_counts --
+-- How many side-effect rows are given up, and how many are neither completed nor given up.
+SELECT count(*) FILTER (WHERE given_up_at IS NOT NULL) AS given_up,
+       count(*) FILTER (WHERE completed_at IS NULL AND given_up_at IS NULL) AS waiting
+  FROM job_side_effects;
+
 -- add_webhook_endpoint --
 -- Register an endpoint for an owner (or the global one, with owner NULL).
 INSERT INTO webhook_endpoints (owner, url, secret) VALUES (:owner, :url, :secret)
@@ -285,6 +309,16 @@ RETURNING *;
 UPDATE webhook_endpoints SET disabled_at = :now, disabled_reason = :reason
  WHERE id = :id AND disabled_at IS NULL
 RETURNING id;
+
+-- webhook_endpoints_page --
+-- Every endpoint (or one owner's; :global 1: the global one only), newest first,
+-- keyset-paginated on id below :before.
+SELECT * FROM webhook_endpoints
+ WHERE (CAST(:owner AS TEXT) IS NULL OR owner = :owner)
+   AND (:global = 0 OR owner IS NULL)
+   AND (CAST(:before AS BIGINT) IS NULL OR id < :before)
+ ORDER BY id DESC
+ LIMIT :limit;
 
 -- webhook_endpoints_for --
 -- The enabled endpoints an owner's events go to: theirs and the global one.
@@ -314,8 +348,9 @@ INSERT INTO users (name, role, token_hash) VALUES (:name, :role, :token_hash)
 RETURNING *;
 
 -- user_by_token_hash --
--- The person a token belongs to, unless revoked.
-SELECT * FROM users WHERE token_hash = :token_hash AND revoked_at IS NULL;
+-- The person a token belongs to, unless the token or the person was revoked.
+SELECT * FROM users
+ WHERE token_hash = :token_hash AND revoked_at IS NULL AND token_revoked_at IS NULL;
 
 -- user_by_name --
 -- A person by name, revoked or not.
@@ -331,9 +366,30 @@ UPDATE users SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL
 RETURNING id;
 
 -- replace_token --
--- A person's new token (the old one stops working), unless they were revoked.
-UPDATE users SET token_hash = :token_hash WHERE name = :name AND revoked_at IS NULL
+-- A person's new token (the old one stops working, a revoked token is replaced), unless the
+-- person was revoked.
+UPDATE users SET token_hash = :token_hash, token_revoked_at = NULL
+ WHERE name = :name AND revoked_at IS NULL
 RETURNING *;
+
+-- revoke_token --
+-- A person's token stops working (until they are given a new one); the person stays.
+UPDATE users SET token_revoked_at = :now
+ WHERE name = :name AND revoked_at IS NULL AND token_revoked_at IS NULL
+RETURNING id;
+
+-- people_page --
+-- People whose name holds :pattern (a LIKE pattern escaped with !), with their live dashboard
+-- sessions; keyset-paginated on id past :cursor, oldest first or (:newest 1) newest first.
+SELECT u.*,
+       (SELECT count(*) FROM dashboard_sessions s
+         WHERE s.user_id = u.id AND s.ended_at IS NULL AND s.expires_at > :now) AS live_sessions
+  FROM users u
+ WHERE (CAST(:pattern AS TEXT) IS NULL OR lower(u.name) LIKE :pattern ESCAPE '!')
+   AND (CAST(:cursor AS BIGINT) IS NULL
+        OR (:newest = 1 AND u.id < :cursor) OR (:newest = 0 AND u.id > :cursor))
+ ORDER BY CASE WHEN :newest = 1 THEN u.id END DESC, u.id
+ LIMIT :limit;
 
 -- start_session --
 -- A dashboard session of a person, known by the hash of its id, until :expires_at.
@@ -357,6 +413,29 @@ RETURNING id;
 -- forget_sessions --
 -- Drop sessions that expired or ended before a moment.
 DELETE FROM dashboard_sessions WHERE expires_at < :before OR ended_at < :before;
+
+-- end_sessions_of_user --
+-- Every live dashboard session of a person ends (their token or they were revoked).
+UPDATE dashboard_sessions SET ended_at = :now
+ WHERE user_id = :user_id AND ended_at IS NULL
+RETURNING id;
+
+-- record_operator_action --
+-- One operator action, in the action's own transaction; the table refuses UPDATE and DELETE.
+INSERT INTO operator_audit (person, action, object_kind, object_id, detail)
+VALUES (:person, :action, :object_kind, :object_id, :detail)
+RETURNING id;
+
+-- operator_audit_page --
+-- The audit newest first, keyset-paginated on id below :before; NULL filters match all.
+SELECT * FROM operator_audit
+ WHERE (CAST(:person AS TEXT) IS NULL OR person = :person)
+   AND (CAST(:action AS TEXT) IS NULL OR action = :action)
+   AND (CAST(:object_kind AS TEXT) IS NULL OR object_kind = :object_kind)
+   AND (CAST(:object_id AS TEXT) IS NULL OR object_id = :object_id)
+   AND (CAST(:before AS BIGINT) IS NULL OR id < :before)
+ ORDER BY id DESC
+ LIMIT :limit;
 
 -- record_download --
 -- A person asked for a job's download link.
@@ -490,9 +569,11 @@ SELECT count(*) AS n FROM schedules WHERE owner = :owner AND deleted_at IS NULL;
 SELECT * FROM schedules WHERE id = :id AND deleted_at IS NULL;
 
 -- list_schedules --
--- An owner's schedules, or everyone's when owner is NULL; newest first.
+-- An owner's schedules, or everyone's when owner is NULL; newest first, keyset-paginated on
+-- id below :before.
 SELECT * FROM schedules
  WHERE deleted_at IS NULL AND (CAST(:owner AS TEXT) IS NULL OR owner = :owner)
+   AND (CAST(:before AS BIGINT) IS NULL OR id < :before)
  ORDER BY id DESC LIMIT :limit;
 
 -- pause_schedule --
