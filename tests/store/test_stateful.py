@@ -32,6 +32,7 @@ TARGETS = [*GRAPH.states, "retrying"]
 @dataclass
 class ModelJob:
     status: str
+    turn: int  # how many unfinished jobs its owner had when it was made: claims go by turn
     transitions: int = 0
     leases: list[Lease] = field(default_factory=list)
 
@@ -58,7 +59,8 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
         @rule()
         def create(self) -> None:
             job = db.jobs.create_job(new_job(owner="model"))[0]
-            self.jobs[job.id] = ModelJob(status=GRAPH.initial)
+            unfinished = sum(not GRAPH.is_terminal(m.status) for m in self.jobs.values())
+            self.jobs[job.id] = ModelJob(status=GRAPH.initial, turn=unfinished)
 
         @rule(limit=st.integers(1, 3), expired=st.booleans())
         def claim(self, limit: int, expired: bool) -> None:
@@ -66,6 +68,7 @@ def make_machine(db: Database, raw: RawSql) -> type[RuleBasedStateMachine]:
             mine = [c for c in claims if c.job.id in self.jobs]
             assert len(mine) == len(claims), "claimed a job of an earlier example"
             queued = [i for i in self.ids() if self.jobs[i].status == GRAPH.initial]
+            queued.sort(key=lambda i: (self.jobs[i].turn, i))  # one owner: turn, then age
             assert [c.job.id for c in claims] == queued[:limit]
             for c in claims:
                 self.moved(c.job.id, "running")
