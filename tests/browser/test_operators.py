@@ -48,17 +48,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     """A server whose webhooks may reach this machine and give up after two attempts."""
     require_chromium()
     home = tmp_path_factory.mktemp("operators") / "var"
-    with serving(home, any_day, webhooks_allow_private="true", effects_max_attempts="2") as running:
+    with serving(home, webhooks_allow_private="true", effects_max_attempts="2") as running:
         yield running
-
-
-def any_day(catalog: str) -> str:
-    """The demo's orders end in 2025, so its catalog bounds "Orders of one day" to those
-    years, and "yesterday" would be refused: lift the bound as an operator would once the
-    source holds live orders (the export of a day without orders is an empty file)."""
-    bounded = 'parameters.day = { type = "date", min = "2024-01-01", max = "2025-12-31",'
-    assert bounded in catalog
-    return catalog.replace(bounded, 'parameters.day = { type = "date",')
 
 
 @pytest.fixture
