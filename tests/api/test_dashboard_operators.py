@@ -242,8 +242,8 @@ def test_bulk_cancel_asks_then_says_what_it_canceled_and_what_it_could_not(dash:
 
 def schedule_form(**overrides: str) -> dict[str, str]:
     return {
-        "saved_query": "orders_of_day",
-        "key": "k1",
+        "saved-query": "orders_of_day",
+        "form-key": "k1",
         "day": "",
         "schedule-cron": "0 8 * * *",
         "schedule-time-zone": "Europe/Paris",

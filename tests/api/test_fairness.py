@@ -94,7 +94,8 @@ def creators(world: dict[str, Any]) -> dict[str, Create]:
         return client.post(path, headers={**bearer(world, "olga"), **extra})
 
     def dashboard_create(key: str | None) -> httpx.Response:
-        form = session(world).form(saved_query="products", category="toys", key=key or "")
+        form = session(world).form(**{"saved-query": "products", "category": "toys",
+                                        "form-key": key or ""})  # fmt: skip
         return client.post("/exports/new", data=form, headers=cookie(world),
                            follow_redirects=False)  # fmt: skip
 

@@ -153,15 +153,15 @@ def test_the_dashboard_applies_the_services_rules_and_shows_their_refusals(
     client = api["client"]
     signed = sign_in(client, api["tokens"]["alice"])
     alice = signed.headers
-    form = f"csrf-token={signed.csrf}&saved_query=products&category=toys&category=books"
+    form = f"csrf-token={signed.csrf}&saved-query=products&category=toys&category=books"
     encoded = {**alice, "content-type": "application/x-www-form-urlencoded"}
     repeated = client.post(
         "/exports/new", content=form.encode(), headers=encoded, follow_redirects=False
     )
     assert repeated.status_code == 422
     assert "is given more than once" in repeated.text
-    unknown = client.post("/exports/new", data=signed.form(saved_query="nope"), headers=alice,
-                          follow_redirects=False)  # fmt: skip
+    unknown = client.post("/exports/new", data=signed.form(**{"saved-query": "nope"}),
+                          headers=alice, follow_redirects=False)  # fmt: skip
     assert (unknown.status_code, "There is no saved query" in unknown.text) == (404, True)
     # gate: allow unknown-status -- a word the dashboard must refuse
     bogus = client.get("/jobs?status=bogus", headers=alice)

@@ -47,7 +47,7 @@ EVERY_TYPE: dict[str, Any] = {
         "source": "demo",
         "title": "Every parameter type",
         "sql": "SELECT :s AS s, :code AS code, :i AS i, :x AS x, :b AS b, :d AS d, :t AS t, "
-        ":e AS e",
+        ":e AS e, :key AS k, :saved_query AS q",
         "parameters": {
             "s": {"type": "string", "required": False},
             "code": {"type": "string", "required": False, "min_length": 2, "max_length": 3,
@@ -58,6 +58,9 @@ EVERY_TYPE: dict[str, Any] = {
             "d": {"type": "date", "required": False, "min": "2024-01-01", "max": "2024-12-31"},
             "t": {"type": "timestamp", "required": False},
             "e": {"type": "enum", "required": False, "choices": ["a", "b"]},
+            # Named like the dashboard form's own fields once were.
+            "key": {"type": "string", "required": False},
+            "saved_query": {"type": "string", "required": False},
         },
     },
 }  # fmt: skip
@@ -242,7 +245,7 @@ def test_the_dashboard_form_takes_any_bytes_and_stays_whole(world: dict[str, Any
             f"{quote_from_bytes(name.encode('latin-1'))}={quote_from_bytes(value)}"
             for name, value in [
                 ("csrf-token", session(world).csrf.encode()),
-                ("saved_query", b"everything"),
+                ("saved-query", b"everything"),
                 *fields,
             ]
         )
@@ -300,3 +303,20 @@ def test_a_lone_surrogate_on_the_command_line_is_one_line_and_exit_2(
         err.encode("utf-8")
     assert cli.main(["export", "everything", "--param", "s=1", "--param", "s=2"]) == 2
     assert "is given more than once" in capsys.readouterr().err
+
+
+def test_parameters_named_like_the_forms_own_fields_reach_the_job(world: dict[str, Any]) -> None:
+    """A form's own fields have names no parameter can have: `key` and `saved_query` are
+    parameters like any other."""
+    signed = session(world)
+    answer = world["client"].post(
+        "/exports/new",
+        data=signed.form(**{"saved-query": "everything", "form-key": "k1",
+                            "key": "the key", "saved_query": "a query"}),
+        headers=signed.headers, follow_redirects=False,
+    )  # fmt: skip
+    assert answer.status_code == 303, answer.text
+    job_id = int(answer.headers["location"].split("?")[0].rsplit("/", 1)[1])
+    job = world["client"].get(f"/api/exports/{job_id}", headers=headers(world)).json()["job"]
+    assert job["saved_query"] == "everything"
+    assert (job["parameters"]["key"], job["parameters"]["saved_query"]) == ("the key", "a query")

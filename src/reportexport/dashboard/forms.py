@@ -24,7 +24,10 @@ from zoneinfo import available_timezones
 from reportexport.parameters import BOOLEAN_WORDS, ParameterError, ParamSpec, encode
 from reportexport.schedules import RELATIVE_DATES
 
-BOOLEAN_FIELD = "boolean-shown"  # names the checkboxes a form showed (a name no parameter has)
+# A form's own fields have names no parameter can have (parameter names are [a-z][a-z0-9_]*).
+BOOLEAN_FIELD = "boolean-shown"  # names the checkboxes a form showed
+QUERY_FIELD = "saved-query"
+KEY_FIELD = "form-key"  # the one-time key that makes a double submit one job
 # The schedule's own fields: a dash, which no parameter's name holds.
 SCHEDULE_PREFIX = "schedule-"
 RELATIVE_PREFIX = "schedule-relative-"

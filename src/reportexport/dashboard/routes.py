@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.concurrency import run_in_threadpool
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
 router = APIRouter(include_in_schema=False)
 CANCELABLE = [move.from_status for move in CANCELS]
 PAGE_SIZE = 100
-RESERVED_FIELDS = ("saved_query", "key", CSRF_FIELD, forms.BOOLEAN_FIELD)
 
 
 def _not_found(request: Request, user: User, job_id: str) -> HTMLResponse:
@@ -606,7 +606,7 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
     fields = [(k, v) for k, v in pairs if k not in (CSRF_FIELD, forms.BOOLEAN_FIELD)]
     given = dict(fields)
     if not csrf_holds(request, next((v for k, v in pairs if k == CSRF_FIELD), "")):
-        back = f"/exports/new?saved_query={given.get('saved_query', '')}"
+        back = f"/exports/new?saved_query={quote(given.get(forms.QUERY_FIELD, ''))}"
         return form_expired(request, user, back)
     booleans = [v for k, v in pairs if k == forms.BOOLEAN_FIELD]
     exports = parts(request).exports
@@ -616,8 +616,8 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
         form = single_values(fields)
     except ParameterError as exc:
         form, repeated = dict(fields), exc
-    name = form.pop("saved_query", "")
-    key = form.pop("key", "") or None
+    name = form.pop(forms.QUERY_FIELD, "")
+    key = form.pop(forms.KEY_FIELD, "") or None
     query = next((q for q in queries if q.name == name), None)
     if query is None:
         detail = f"There is no saved query {quoted(name)}."

@@ -9,6 +9,7 @@ their browser's by default); the page's script adds the reader's own time where 
 from __future__ import annotations
 
 import secrets
+from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.concurrency import run_in_threadpool
@@ -81,7 +82,7 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
     fields = [(k, v) for k, v in pairs if k not in (CSRF_FIELD, forms.BOOLEAN_FIELD)]
     booleans = [v for k, v in pairs if k == forms.BOOLEAN_FIELD]
     given = dict(fields)
-    back = f"/exports/new?saved_query={given.get('saved_query', '')}"
+    back = f"/exports/new?saved_query={quote(given.get(forms.QUERY_FIELD, ''))}"
     if not csrf_holds(request, next((v for k, v in pairs if k == CSRF_FIELD), "")):
         return form_expired(request, user, back)
     schedules = parts(request).schedules
@@ -91,8 +92,8 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
         form = single_values(fields)
     except ParameterError as exc:
         form, repeated = dict(fields), exc
-    name = form.pop("saved_query", "")
-    key = form.pop("key", "") or None
+    name = form.pop(forms.QUERY_FIELD, "")
+    key = form.pop(forms.KEY_FIELD, "") or None
     query = next((q for q in queries if q.name == name), None)
     if query is None:
         return problem_page(
