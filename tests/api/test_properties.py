@@ -320,3 +320,20 @@ def test_parameters_named_like_the_forms_own_fields_reach_the_job(world: dict[st
     job = world["client"].get(f"/api/exports/{job_id}", headers=headers(world)).json()["job"]
     assert job["saved_query"] == "everything"
     assert (job["parameters"]["key"], job["parameters"]["saved_query"]) == ("the key", "a query")
+
+
+def test_an_undecodable_byte_in_the_form_is_refused_naming_the_field(
+    world: dict[str, Any],
+) -> None:
+    """A browser that sends bytes that are not UTF-8 gets the form back with the field
+    named, as the command line does; nothing is stored with U+FFFD in its place."""
+    signed = session(world)
+    sent = f"csrf-token={signed.csrf}&saved-query=everything&form-key=k2&s=a%FFb"
+    answer = world["client"].post(
+        "/exports/new", content=sent.encode("ascii"), follow_redirects=False,
+        headers={**signed.headers, "content-type": "application/x-www-form-urlencoded"},
+    )  # fmt: skip
+    assert answer.status_code == 422, answer.text
+    assert "not valid UTF-8" in answer.text
+    listed = world["client"].get("/api/exports", headers=headers(world)).json()["jobs"]
+    assert listed == []

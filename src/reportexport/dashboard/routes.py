@@ -46,6 +46,7 @@ from reportexport.dashboard.session import (
 from reportexport.dashboard.ui import (
     Pager,
     form_expired,
+    form_fields,
     id_of,
     page,
     problem_page,
@@ -60,7 +61,7 @@ from reportexport.records import Job, User
 from reportexport.services.errors import GoneError, NotFoundError, ServiceError
 from reportexport.services.exports import JobView
 from reportexport.services.sessions import SignInLimitError
-from reportexport.text import quoted
+from reportexport.text import printable, quoted
 
 if TYPE_CHECKING:
     from reportexport.catalog import SavedQuery
@@ -595,7 +596,7 @@ def new_export_page(
 
 @router.post("/exports/new")
 async def create(request: Request) -> Response:
-    pairs = [(str(k), v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
+    pairs = await form_fields(request)
     return await run_in_threadpool(_create, request, pairs)
 
 
@@ -672,8 +673,9 @@ def _create(request: Request, pairs: list[tuple[str, str]]) -> Response:
 
 
 def shown_values(form: Mapping[str, str], booleans: list[str]) -> dict[str, str]:
-    """What the person sent, as the controls show it again (an unchecked box stays so)."""
-    shown = dict(form)
+    """What the person sent, as the controls show it again (an unchecked box stays so; what
+    cannot be written as UTF-8 shown as escapes)."""
+    shown = {name: printable(value) for name, value in form.items()}
     for name in booleans:
         shown.setdefault(name, "false")
     return shown

@@ -24,6 +24,7 @@ from reportexport.dashboard.session import CSRF_FIELD, csrf_holds, dashboard_use
 from reportexport.dashboard.ui import (
     Pager,
     form_expired,
+    form_fields,
     id_of,
     page,
     problem_page,
@@ -71,7 +72,7 @@ def _not_found(request: Request, user: User, schedule_id: str) -> Response:
 
 @router.post("/schedules/new")
 async def create(request: Request) -> Response:
-    pairs = [(str(k), v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
+    pairs = await form_fields(request)
     return await run_in_threadpool(_create, request, pairs)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -228,3 +228,21 @@ def sort_href(request: Request, key: str, value: str) -> str:
     """The list sorted by `value` (the cursor starts again)."""
     query = [(k, v) for k, v in request.query_params.multi_items() if k not in (key, "cursor")]
     return f"{request.url.path}?{urlencode([*query, (key, value)])}"
+
+
+async def form_fields(request: Request) -> list[tuple[str, str]]:
+    """A form's fields in order, repeated ones included. An undecodable byte is kept as
+    Python's surrogate escape (the framework would turn it into U+FFFD), so the export
+    service refuses it naming the field, as it refuses one from the command line."""
+    if request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        # Each byte as one latin-1 character, unquoted alike, then read back as UTF-8.
+        body = (await request.body()).decode("latin-1")
+        return [
+            (_utf8(name), _utf8(value))
+            for name, value in parse_qsl(body, keep_blank_values=True, encoding="latin-1")
+        ]
+    return [(str(k), v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
+
+
+def _utf8(latin: str) -> str:
+    return latin.encode("latin-1").decode("utf-8", "surrogateescape")
