@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 import socket
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -52,8 +53,10 @@ def serve(runtime: Runtime) -> int:
         server.run()
     finally:
         log.info("stopping: running exports get %s s to finish", settings.grace_seconds)
+        stopping = time.monotonic()
         worker.stop(grace_seconds=settings.grace_seconds)
         runner.stop()
+        log.info("stopped in %.1f s", time.monotonic() - stopping)
     return 0
 
 

@@ -456,4 +456,6 @@ def test_a_webhook_test_answers_in_seconds_when_the_name_does_not_resolve(
     tested = service.test(alice, endpoint.id)
     assert time.monotonic() - started < TEST_RESOLVE_SECONDS + 6
     assert not tested.delivered
-    assert tested.problem == f"the host name did not resolve within {TEST_RESOLVE_SECONDS:g} s"
+    assert tested.problem == (
+        f"hooks.example.com does not resolve: no answer within {TEST_RESOLVE_SECONDS:g} s"
+    )

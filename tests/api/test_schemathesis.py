@@ -50,7 +50,13 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
         yield base, token.group(1)
     finally:
         server.terminate()
-        server.wait(timeout=60)
+        try:
+            # grace_seconds 1 and one delivery in flight at most: it stops in seconds.
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+            pytest.fail(f"serve did not stop within 60 s of SIGTERM:\n{log.read_text()[-4000:]}")
     assert "Traceback" not in log.read_text()
 
 

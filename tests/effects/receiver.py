@@ -15,6 +15,7 @@ class Received:
     headers: dict[str, str]
     body: str
     at: float
+    path: str = ""
 
 
 @dataclass
@@ -46,7 +47,12 @@ def running_receiver(receiver: Receiver) -> Iterator[Receiver]:
                 receiver.in_flight[message] = receiver.in_flight.get(message, 0) + 1
                 receiver.most_in_flight = max(receiver.most_in_flight, receiver.in_flight[message])
                 receiver.received.append(
-                    Received({k.lower(): v for k, v in self.headers.items()}, body, time.time())
+                    Received(
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                        time.time(),
+                        self.path,
+                    )
                 )
             status, headers, stall = receiver.answer()
             time.sleep(stall)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import httpx
@@ -245,3 +246,87 @@ def test_payloads_are_json_with_the_fixture_status(
     failed_job(db)
     make_runner(db, objects, http, clock).run_once()
     assert json.loads(receiver.received[0].body)["data"]["status"] == "failed"
+
+
+def test_a_name_without_an_answer_costs_one_attempt_within_the_delivery_limit(
+    db: Database,
+    objects: ObjectStore,
+    http: httpx.Client,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """getaddrinfo has no timeout: where DNS does not answer, the runner's own limit ends the
+    attempt, which is retried with backoff like any failed delivery."""
+    import socket
+    import time
+
+    from reportexport.effects.handlers import DELIVERY_RESOLVE_SECONDS, Context
+    from reportexport.effects.runner import EffectsRunner, RunnerSettings
+    from tests.effects.conftest import GRAPH
+
+    def no_answer(*args: object, **kwargs: object) -> object:
+        time.sleep(DELIVERY_RESOLVE_SECONDS + 5)
+        raise socket.gaierror("no answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_answer)
+    db.endpoints.add_webhook_endpoint(
+        owner="alice", url="https://hooks.example.com/in", secret=new_secret()
+    )
+    job_id = failed_job(db)
+    context = Context(store=db.endpoints, objects=objects, client=http, clock=clock)
+    runner = EffectsRunner(db, context, GRAPH, RunnerSettings(), clock=clock)
+    started = time.monotonic()
+    assert runner.run_once() == 1
+    assert time.monotonic() - started < DELIVERY_RESOLVE_SECONDS + 4
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert (row.attempts, row.completed_at) == (1, None)
+    assert row.last_error == (
+        f"endpoint 1: hooks.example.com does not resolve: no answer within "
+        f"{DELIVERY_RESOLVE_SECONDS:g} s"
+    )
+
+
+def test_a_stopping_runner_leaves_what_it_has_not_sent_to_the_next_claim_unattempted(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    """A runner told to stop does not work through its batch (each delivery can take seconds):
+    it stops between deliveries, counts no attempt, and whoever claims the row next sends only
+    to the endpoints not yet reached, with the same webhook-id."""
+    from reportexport.effects.handlers import Context
+    from reportexport.effects.runner import EffectsRunner, RunnerSettings
+    from tests.effects.conftest import GRAPH
+
+    port = receiver.url.split(":")[2].split("/")[0]
+    for path in ("first", "second"):
+        db.endpoints.add_webhook_endpoint(
+            owner="alice", url=f"http://receiver.test:{port}/hooks/{path}", secret=new_secret()
+        )
+    job_ids = [failed_job(db) for _ in range(3)]
+    stopping = threading.Event()
+
+    def resolve_then_stop(host: str, port: int) -> list[str]:
+        stopping.set()  # the runner is told to stop while it delivers to the first endpoint
+        return ["127.0.0.1"]
+
+    context = Context(
+        store=db.endpoints, objects=objects, client=http, clock=clock, allow_private=True,
+        resolver=resolve_then_stop, stopping=stopping,
+    )  # fmt: skip
+    runner = EffectsRunner(db, context, GRAPH, RunnerSettings(claim_seconds=60), clock=clock)
+    assert runner.run_once() == 0
+    assert [d.path for d in receiver.received] == ["/hooks/first"]
+    rows = [effects_of(db, job_id)["emit_failed_webhook"] for job_id in job_ids]
+    assert [(row.attempts, row.completed_at, row.last_error) for row in rows] == [
+        (0, None, None)
+    ] * 3
+
+    clock.advance(61)  # the stopped runner's claims expire
+    again = Context(store=db.endpoints, objects=objects, client=http, clock=clock,
+                    allow_private=True, resolver=lambda host, port: ["127.0.0.1"])  # fmt: skip
+    assert EffectsRunner(db, again, GRAPH, RunnerSettings(), clock=clock).run_once() == 3
+    paths = [d.path for d in receiver.received]
+    assert (paths.count("/hooks/first"), paths.count("/hooks/second")) == (3, 3)
+    first = f"msg_{job_ids[0]}_emit_failed_webhook"
+    assert [d.path for d in receiver.received if d.headers["webhook-id"] == first] == [
+        "/hooks/first", "/hooks/second"
+    ]  # fmt: skip

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -21,6 +22,7 @@ from reportexport.lifecycle import Effect, is_effect
 from reportexport.objects import ObjectStore
 from reportexport.records import SideEffect
 from reportexport.store import Job, WebhookEndpoints
+from reportexport.webhooks.resolving import within
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import signed_headers
 from reportexport.webhooks.ssrf import (
@@ -31,6 +33,15 @@ from reportexport.webhooks.ssrf import (
 )
 
 log = logging.getLogger("reportexport.effects")
+
+# A delivery's name gets this long to resolve, so a DNS server that does not answer costs one
+# attempt (retried with backoff), not a runner stuck for as long as getaddrinfo waits.
+DELIVERY_RESOLVE_SECONDS = 5.0
+delivery_resolver = within(system_resolver, DELIVERY_RESOLVE_SECONDS)
+
+
+class StoppingError(Exception):
+    """The runner is stopping: the row is left to its claim's expiry, not counted an attempt."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,10 +59,12 @@ class Context:
     objects: ObjectStore
     client: httpx.Client
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    resolver: Resolver = system_resolver
+    resolver: Resolver = delivery_resolver
     allow_private: bool = False
     public_url: str = "http://127.0.0.1:8000"
     link_seconds: int = 24 * 3600
+    # Set when the runner stops: a handler with several deliveries to make stops between them.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -157,6 +170,8 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
     failures: list[str] = []
     retry_after: float | None = None
     for endpoint in pending:
+        if ctx.stopping.is_set():
+            raise StoppingError(f"stopped before delivering to endpoint {endpoint.id}")
         try:
             destination = check_destination(
                 endpoint.url, resolver=ctx.resolver, allow_private=ctx.allow_private

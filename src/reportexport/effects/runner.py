@@ -22,7 +22,14 @@ from typing import Protocol
 
 from frozen_lifecycle.graph import Graph
 from reportexport.effects.backoff import RetryPolicy
-from reportexport.effects.handlers import HANDLERS, Context, Handler, Outcome, check_handlers
+from reportexport.effects.handlers import (
+    HANDLERS,
+    Context,
+    Handler,
+    Outcome,
+    StoppingError,
+    check_handlers,
+)
 from reportexport.lifecycle import Effect
 from reportexport.loops import Supervisor
 from reportexport.records import ClaimedEffect, Heartbeat
@@ -79,7 +86,7 @@ class EffectsRunner:
         self.clock = clock or context.clock
         self.rng = rng or random.Random()
         self.started_at = datetime.now(UTC)
-        self._stop = threading.Event()
+        self._stop = context.stopping  # handlers see the runner stopping
         self._crashed = threading.Event()
         self._last_beat = 0.0
         self.loops = Supervisor(
@@ -98,9 +105,16 @@ class EffectsRunner:
             now=now,
             claim_until=now + timedelta(seconds=self.settings.claim_seconds),
         )
+        handled = 0
         for claimed in claims:
-            self._handle(claimed)
-        return len(claims)
+            if self._stop.is_set():
+                break  # the rest are handled again once their claims expire
+            try:
+                self._handle(claimed)
+            except StoppingError:
+                break
+            handled += 1
+        return handled
 
     def start(self) -> None:
         """Run in a supervised thread until `stop`: database outages are waited out."""
@@ -152,7 +166,7 @@ class EffectsRunner:
         job = self.jobs.get_job(effect.job_id).job
         try:
             outcome = self.handlers[effect.effect](self.context, job, effect)
-        except TransientStoreError:
+        except (TransientStoreError, StoppingError):
             raise  # not an attempt: the claim expires and the row is handled again
         except Exception as exc:
             log.exception("job %s: side effect %s failed", effect.job_id, effect.effect,

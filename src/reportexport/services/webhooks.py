@@ -9,7 +9,6 @@ test) is recorded in the audit, in the same transaction as the change.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import uuid
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from reportexport.services.errors import (
 from reportexport.services.exports import MAX_ID, Person, is_operator
 from reportexport.store import GlobalEndpointExistsError, OperatorAudit, Users, WebhookEndpoints
 from reportexport.text import quoted, unsafe_text
+from reportexport.webhooks.resolving import within
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import new_secret, signed_headers
 from reportexport.webhooks.ssrf import (
@@ -44,7 +44,6 @@ MAX_OVERLAP_HOURS = 720
 
 TEST_RESOLVE_SECONDS = 2.0
 TEST_STEP_SECONDS = 3.0
-_TEST_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-test")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,20 +174,16 @@ class WebhookService:
         endpoint = self.endpoint(person, endpoint_id)
         now = self.clock()
         body = json.dumps({"type": "webhook.test", "timestamp": now.isoformat(), "data": {}})
-        # A person waits for this answer: the name gets TEST_RESOLVE_SECONDS to resolve (the
-        # system resolver has no timeout of its own) and each step of the request
-        # TEST_STEP_SECONDS, so the whole test ends well within a client's patience.
-        checking = _TEST_POOL.submit(
-            check_destination, endpoint.url, resolver=self.resolver,
-            allow_private=self.allow_private,
-        )  # fmt: skip
+        # A person waits for this answer: the name gets TEST_RESOLVE_SECONDS to resolve and
+        # each step of the request TEST_STEP_SECONDS, so the test ends within a client's patience.
         try:
-            destination = checking.result(timeout=TEST_RESOLVE_SECONDS)
+            destination = check_destination(
+                endpoint.url,
+                resolver=within(self.resolver, TEST_RESOLVE_SECONDS),
+                allow_private=self.allow_private,
+            )
         except UnsafeDestinationError as exc:
             delivery = TestDelivery(delivered=False, response_status=None, problem=str(exc))
-        except concurrent.futures.TimeoutError:
-            problem = f"the host name did not resolve within {TEST_RESOLVE_SECONDS:g} s"
-            delivery = TestDelivery(delivered=False, response_status=None, problem=problem)
         else:
             message_id = f"msg_test_{uuid.uuid4().hex}"
             headers = signed_headers(endpoint.secrets(now), message_id, now, body)
