@@ -109,9 +109,11 @@ def test_the_parts_take_their_defaults_from_the_settings() -> None:
     import inspect
 
     from reportexport.effects.backoff import RetryPolicy
+    from reportexport.effects.runner import RunnerSettings
     from reportexport.services.exports import ExportService, Fairness
     from reportexport.services.schedules import ScheduleLimits
     from reportexport.store import open_database
+    from reportexport.worker import WorkerSettings
 
     defaults = Settings()
     assert (Fairness().max_active, Fairness().max_per_window) == (
@@ -120,6 +122,17 @@ def test_the_parts_take_their_defaults_from_the_settings() -> None:
     )
     assert ScheduleLimits().max_per_person == defaults.max_schedules
     assert RetryPolicy().max_attempts == defaults.effects_max_attempts
+    worker = WorkerSettings()
+    assert (
+        worker.concurrency, worker.lease_seconds, worker.retention_seconds, worker.failure_limit
+    ) == (
+        defaults.concurrency, defaults.lease_seconds, defaults.retention_seconds,
+        defaults.pause_after_failures,
+    )  # fmt: skip
+    runner = RunnerSettings()
+    assert (runner.batch, runner.claim_seconds, runner.policy.max_attempts) == (
+        defaults.effects_batch, defaults.effects_claim_seconds, defaults.effects_max_attempts
+    )  # fmt: skip
     link = inspect.signature(ExportService).parameters["link_seconds"].default
     assert link == defaults.link_seconds
     store = inspect.signature(open_database).parameters

@@ -49,6 +49,7 @@ from reportexport.objects import (
 )
 from reportexport.pacing import STORAGE, Pacing
 from reportexport.records import Heartbeat, ProcessKind
+from reportexport.settings import default
 from reportexport.sources import (
     CancelToken,
     ExportCanceledError,
@@ -96,15 +97,15 @@ UNKNOWN_END = (
 class WorkerSettings:
     worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     kind: ProcessKind = "worker"
-    concurrency: int = 2
-    lease_seconds: float = 30.0
+    concurrency: int = default("concurrency")
+    lease_seconds: float = default("lease_seconds")
     progress_seconds: float = 0.5
     poll_seconds: float = 1.0
     reap_grace_seconds: float = 10.0
-    retention_seconds: float = 7 * 24 * 3600.0
+    retention_seconds: float = default("retention_days") * 86400
     heartbeat_seconds: float = 5.0
     # Infrastructure failures in a row against one dependency before its jobs stay queued.
-    failure_limit: int = 3
+    failure_limit: int = default("pause_after_failures")
     first_probe_seconds: float = 1.0
     max_probe_seconds: float = 60.0
 

@@ -33,6 +33,7 @@ from reportexport.effects.handlers import (
 from reportexport.lifecycle import Effect
 from reportexport.loops import Supervisor
 from reportexport.records import ClaimedEffect, Heartbeat
+from reportexport.settings import default
 from reportexport.store import EffectStore, Heartbeats, JobStore, TransientStoreError
 
 log = logging.getLogger("reportexport.effects")
@@ -41,9 +42,9 @@ log = logging.getLogger("reportexport.effects")
 @dataclass(frozen=True, kw_only=True)
 class RunnerSettings:
     runner_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-effects")
-    batch: int = 10
+    batch: int = default("effects_batch")
     heartbeat_seconds: float = 5.0
-    claim_seconds: float = 60.0
+    claim_seconds: float = default("effects_claim_seconds")
     poll_seconds: float = 1.0
     policy: RetryPolicy = field(default_factory=RetryPolicy)
 
