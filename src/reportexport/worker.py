@@ -1,6 +1,6 @@
 """The worker: claims jobs, runs their exports, and ends each one by the graph's rules.
 
-Each running export holds a lease whose token fences every write. Four loops run beside the
+Each running export holds a lease whose token fences every write. Five loops run beside the
 exports, each in its own thread and none waiting behind another:
 
 - **claims** takes queued jobs while there is room, paced by the health of what they need
@@ -10,8 +10,10 @@ exports, each in its own thread and none waiting behind another:
   query (a progress write waiting on a row lock, a slow reap) can delay a renewal;
 - **progress** records rows and bytes so far every half second, which is also how a person's
   cancel is noticed (the guarded write finds the job no longer running);
-- **housekeeping** reaps the jobs of workers that vanished, probes paused dependencies and
-  writes this process's heartbeat.
+- **housekeeping** reaps the jobs of workers that vanished and writes this process's heartbeat;
+- **probes** tries paused dependencies the way exports use them (a probe that hangs holds back
+  no heartbeat). Exports that fail against one past its budget are held on their leases and
+  run again once it is back, rather than failed.
 
 A database that blinks is waited out: every loop retries with backoff, and the transaction
 that ends a job is retried for as long as its lease may still be valid, so a published export
@@ -410,7 +412,7 @@ class Worker:
             temp = self.objects.create_temp(
                 job.id, claim.lease.token, final_key(job.id, spec.file_name)
             )
-            running.temp_key = temp.key
+            running.temp_key, running.temp_key_recorded = temp.key, False  # a rerun's own
             running.sink = ObjectSink(temp, spec.csv, spec.limits)
             staged = run_export(spec, source, temp, running.sink, running.cancel)
             self.pacing.succeeded(job.source)
