@@ -48,6 +48,13 @@ class Relay:
         """New connections are closed at once for `seconds` (a server that went away)."""
         self.refuse_until = time.monotonic() + seconds
 
+    def cut_all(self) -> None:
+        """Cut every open connection (new ones are still accepted)."""
+        with self.lock:
+            pairs = list(self._pairs)
+        for pair in pairs:
+            pair.cut()
+
     def close(self) -> None:
         self._closed = True
         self.listener.close()
@@ -144,6 +151,7 @@ class S3Relay(Relay):
         super().__init__(upstream_port)
         self.requests: list[str] = []
         self.hold_parts = threading.Event()
+        self.hold_all = threading.Event()  # every request waits for `release`: a hung server
         self.part_held = threading.Event()
         self.release = threading.Event()
         self.truncate_after: int | None = None
@@ -162,6 +170,8 @@ class S3Relay(Relay):
             with self.lock:
                 self.requests.append(first)
             pair.passed = 0
+            if self.hold_all.is_set():
+                self.release.wait(60)
             if first.startswith("PUT ") and "partNumber=" in first and self.hold_parts.is_set():
                 self.part_held.set()
                 self.release.wait(60)

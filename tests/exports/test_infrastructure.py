@@ -423,3 +423,34 @@ def test_an_s3_read_cut_short_is_an_error_never_a_shorter_object(s3_endpoint: st
             objects.read("exports/1/a.csv").read()
     finally:
         relay.close()
+
+
+def test_a_probe_that_hangs_holds_back_no_heartbeat(
+    jobs_db: Database, catalog: Catalog, s3_endpoint: str
+) -> None:
+    """Claims paused on the object store, its probe meets a server that takes the request and
+    never answers: heartbeats go on beside it."""
+    relay = S3Relay(int(urlsplit(s3_endpoint).port or 80))
+    bucket = f"hang-{uuid.uuid4().hex[:8]}"
+    direct = open_object_store(f"s3://{bucket}?endpoint_url={s3_endpoint}")
+    direct.client.create_bucket(Bucket=bucket)  # type: ignore[attr-defined]
+    objects = open_object_store(
+        f"s3://{bucket}?endpoint_url={relay.endpoint}&max_attempts=1&read_timeout=60"
+    )
+    relay.refuse_for(3600)
+    worker = start_worker(jobs_db, catalog, objects, failure_limit=1, heartbeat_seconds=0.2)
+    try:
+        submit(jobs_db, catalog, "small")
+        wait_until(lambda: worker.pacing.pause_reason == "storage_unavailable")
+        relay.hold_all.set()
+        relay.refuse_until = 0.0
+        wait_until(lambda: any(r.startswith(("POST", "PUT")) for r in relay.requests))
+        for _ in range(10):  # the probe hangs meanwhile
+            time.sleep(0.5)
+            (beat,) = jobs_db.heartbeats.heartbeats()
+            assert beat.age_seconds is not None
+            assert beat.age_seconds < 2.0
+    finally:
+        relay.release.set()
+        worker.stop(grace_seconds=0)
+        relay.close()
