@@ -4,11 +4,12 @@ An export that fails because its object store refused a write or its source coul
 reached is an infrastructure failure, not a fault of the job. After `limit` such failures in a
 row against one dependency, claiming the jobs that need it pauses (the rest of the queue waits
 as it is, `queued`) and the dependency is probed with backoff. A good probe half-opens it: one
-job goes through (a held one, or one claim) and a failure pauses again at once; a success
-closes it. While failures are counting up, claims are held so that no more than `limit` jobs
-can fail against one dependency even if every export in flight fails too; and an export in
-flight that fails against a dependency whose budget is spent is not failed (`failed` answers
-False) but held, to run again on its own lease once the dependency is back (`may_resume`).
+job goes through (a held one, or one claim) and a failure pauses again at once (that job is
+held, not failed); a success closes it. While failures are counting up, claims are held so
+that no more than `limit` jobs can fail against one dependency even if every export in flight
+fails too; and an export in flight that fails against a dependency whose budget is spent is
+not failed (`failed` answers False) but held, to run again on its own lease once the
+dependency is back (`may_resume`).
 
 Pure logic with an injected clock; the worker does the I/O.
 """
@@ -60,10 +61,11 @@ class Pacing:
     def failed(self, key: str) -> bool:
         """An export failed against `key`: one more in a row; at `limit`, pause. True if the
         failure is within the budget (the job may be failed), False if `limit` failures were
-        counted already (the job is held until `may_resume`)."""
+        counted already or it was the half-open trial (the job is held until `may_resume`):
+        however long an outage lasts, at most `limit` jobs fail of it."""
         with self._lock:
             health = self._health.setdefault(key, _Health())
-            charged = health.failures < self.limit
+            charged = health.failures < self.limit and not health.trial
             health.failures = min(health.failures + 1, self.limit)
             health.trial = health.trial_taken = False
             if health.failures >= self.limit and health.paused_since is None:
