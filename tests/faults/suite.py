@@ -787,6 +787,8 @@ class Run:
             supervisor.stop()
         for process in self.processes:
             self.notes[f"{process.kind} exits of their own"] += len(process.unexpected_exits)
+            if process.unexpected_exits:  # not a violation (its supervisor restarts it): a look
+                self.odd.append(f"{process.name} exited by itself {process.unexpected_exits}")
         self.stop_processes(("worker", "effects"))
         self.sweep()
         jobs = {r["id"]: r for r in sql(self.url, "SELECT id, status FROM jobs")}
