@@ -88,3 +88,41 @@ def test_a_success_of_a_dependency_never_seen_failing_is_no_error() -> None:
     paced, _ = pacing()
     paced.succeeded("never_failed")
     assert paced.plan(2, {}) == ClaimPlan(limit=2, excluded_sources=())
+
+
+def test_failures_past_the_budget_are_not_charged_and_hold_their_job() -> None:
+    paced, _ = pacing(limit=2)
+    assert paced.failed(STORAGE) is True
+    assert paced.failed(STORAGE) is True
+    # paused: the exports still in flight that fail now are held, not failed
+    assert [paced.failed(STORAGE) for _ in range(5)] == [False] * 5
+    assert paced.may_resume(STORAGE) is False
+
+
+def test_a_good_probe_half_opens_one_job_through_and_a_failure_pauses_again() -> None:
+    paced, clock = pacing(limit=3)
+    for _ in range(3):
+        paced.failed(STORAGE)
+    clock.now += 1
+    paced.probe_succeeded(STORAGE)
+    assert paced.pause_reason is None
+    assert paced.plan(4, {}).limit == 1  # one claim may try it
+    assert paced.plan(4, {"demo": 1}).limit == 0  # one in flight already tries it
+    assert paced.may_resume(STORAGE) is True  # a held export takes the trial
+    assert paced.may_resume(STORAGE) is False  # and only one
+    assert paced.plan(4, {}).limit == 0
+    assert paced.failed(STORAGE) is False  # the trial fails: held, and paused again at once
+    assert STORAGE in paced.paused()
+    assert paced.failed(STORAGE) is False
+
+
+def test_a_good_trial_closes_the_pause_for_everyone() -> None:
+    paced, _ = pacing(limit=3)
+    for _ in range(3):
+        paced.failed(STORAGE)
+    paced.probe_succeeded(STORAGE)
+    assert paced.may_resume(STORAGE) is True
+    paced.succeeded(STORAGE)
+    assert paced.may_resume(STORAGE) is True
+    assert paced.may_resume(STORAGE) is True
+    assert paced.plan(4, {}).limit == 4

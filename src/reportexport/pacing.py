@@ -3,9 +3,13 @@
 An export that fails because its object store refused a write or its source could not be
 reached is an infrastructure failure, not a fault of the job. After `limit` such failures in a
 row against one dependency, claiming the jobs that need it pauses (the rest of the queue waits
-as it is, `queued`) and the dependency is probed with backoff; the first probe that succeeds
-resumes claiming. While failures are counting up, claims are held so that no more than `limit`
-jobs can fail against one dependency even if every export in flight fails too.
+as it is, `queued`) and the dependency is probed with backoff. A good probe half-opens it: one
+job goes through (a held one, or one claim) and a failure pauses again at once (that job is
+held, not failed); a success closes it. While failures are counting up, claims are held so
+that no more than `limit` jobs can fail against one dependency even if every export in flight
+fails too; and an export in flight that fails against a dependency whose budget is spent is
+not failed (`failed` answers False) but held, to run again on its own lease once the
+dependency is back (`may_resume`).
 
 Pure logic with an injected clock; the worker does the I/O.
 """
@@ -28,6 +32,8 @@ class _Health:
     paused_since: float | None = None
     probe_at: float = 0.0
     probe_delay: float = 0.0
+    trial: bool = False  # half-open after a good probe: one job may go through
+    trial_taken: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,15 +58,39 @@ class Pacing:
         self._health: dict[str, _Health] = {}
         self._lock = threading.Lock()  # exports end on their own threads
 
-    def failed(self, key: str) -> None:
-        """An export failed against `key`: one more in a row; at `limit`, pause."""
+    def failed(self, key: str) -> bool:
+        """An export failed against `key`: one more in a row; at `limit`, pause. True if the
+        failure is within the budget (the job may be failed), False if `limit` failures were
+        counted already or it was the half-open trial (the job is held until `may_resume`):
+        however long an outage lasts, at most `limit` jobs fail of it."""
         with self._lock:
             health = self._health.setdefault(key, _Health())
-            health.failures += 1
+            charged = health.failures < self.limit and not health.trial
+            health.failures = min(health.failures + 1, self.limit)
+            health.trial = health.trial_taken = False
             if health.failures >= self.limit and health.paused_since is None:
                 health.paused_since = self.clock()
                 health.probe_delay = self.first_probe_seconds
                 health.probe_at = health.paused_since + health.probe_delay
+            return charged
+
+    def probe_succeeded(self, key: str) -> None:
+        """A probe went through `key`: half-open, one job may try it (a failure pauses again)."""
+        with self._lock:
+            if key in self._health:
+                self._health[key] = _Health(failures=self.limit - 1, trial=True)
+
+    def may_resume(self, key: str) -> bool:
+        """May an export held over `key` run again now? Yes once it is healthy; when
+        half-open, the first one asking takes the trial."""
+        with self._lock:
+            health = self._health.get(key)
+            if health is None:
+                return True
+            if health.trial and not health.trial_taken:
+                health.trial_taken = True
+                return True
+            return False
 
     def succeeded(self, key: str) -> None:
         """An export (or a probe) went through `key`: its count starts again."""
@@ -95,7 +125,7 @@ class Pacing:
         with self._lock:
             storage = self._health.get(STORAGE)
             limit = free
-            if storage is not None and storage.paused_since is not None:
+            if storage is not None and (storage.paused_since is not None or storage.trial_taken):
                 limit = 0
             elif storage is not None:  # even if every export in flight fails, stay within
                 limit = self.limit - storage.failures - sum(in_flight.values())
@@ -106,6 +136,7 @@ class Pacing:
                     if key != STORAGE
                     and (
                         health.paused_since is not None
+                        or health.trial_taken
                         or health.failures + in_flight.get(key, 0) >= self.limit
                     )
                 )

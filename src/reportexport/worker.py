@@ -1,6 +1,6 @@
 """The worker: claims jobs, runs their exports, and ends each one by the graph's rules.
 
-Each running export holds a lease whose token fences every write. Four loops run beside the
+Each running export holds a lease whose token fences every write. Five loops run beside the
 exports, each in its own thread and none waiting behind another:
 
 - **claims** takes queued jobs while there is room, paced by the health of what they need
@@ -10,8 +10,10 @@ exports, each in its own thread and none waiting behind another:
   query (a progress write waiting on a row lock, a slow reap) can delay a renewal;
 - **progress** records rows and bytes so far every half second, which is also how a person's
   cancel is noticed (the guarded write finds the job no longer running);
-- **housekeeping** reaps the jobs of workers that vanished, probes paused dependencies and
-  writes this process's heartbeat.
+- **housekeeping** reaps the jobs of workers that vanished and writes this process's heartbeat;
+- **probes** tries paused dependencies the way exports use them (a probe that hangs holds back
+  no heartbeat). Exports that fail against one past its budget are held on their leases and
+  run again once it is back, rather than failed.
 
 A database that blinks is waited out: every loop retries with backoff, and the transaction
 that ends a job is retried for as long as its lease may still be valid, so a published export
@@ -44,6 +46,7 @@ from reportexport.objects import (
     ObjectExistsError,
     ObjectStore,
     ObjectStoreUnavailableError,
+    PublishWithheldError,
     TempObject,
     final_key,
 )
@@ -65,6 +68,7 @@ from reportexport.store import (
     JobQueue,
     JobStore,
     Lease,
+    LeaseBusyError,
     Outcome,
     PublishedObject,
     SourceCaps,
@@ -135,6 +139,7 @@ class Running:
     temp_key: str | None = None
     temp_key_recorded: bool = False
     lease_renewed_at: float = field(default_factory=time.monotonic)
+    held: str | None = None  # the dependency this export waits for (see Worker._hold)
 
 
 class Worker:
@@ -177,6 +182,7 @@ class Worker:
         self._stopped = threading.Event()  # set: every loop ends
         self._last_claim_at: datetime | None = None
         self._last_beat = self._last_reap = self._last_forget = 0.0
+        self._probes = 0
         self._pool = ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="export")
         self._sources: dict[str, Source] = {}
         self.loops = Supervisor(
@@ -195,6 +201,7 @@ class Worker:
         self.loops.start("leases", self._leases, max_delay=1.0)
         self.loops.start("progress", self._progress, max_delay=5.0)
         self.loops.start("housekeeping", self._housekeeping)
+        self.loops.start("probes", self._probes_step)
         for name, step in self.also:
             self.loops.start(name, step)
 
@@ -314,6 +321,8 @@ class Worker:
                     item.lease, lease_seconds=self.settings.lease_seconds
                 )
                 item.lease_renewed_at = time.monotonic()
+            except LeaseBusyError:
+                continue  # another transaction holds the row: not waited for, next round
             except StaleStatusError:
                 item.cancel.cancel("stale")  # canceled by a person, or reaped: stop, end nothing
         return min(0.5, renew_after / 2)
@@ -331,6 +340,8 @@ class Worker:
                     bytes_written=sink.object_bytes if sink else 0,
                     temp_key=temp_key,
                 )
+            except LeaseBusyError:
+                continue  # locked by another transaction: the next write says it all
             except StaleStatusError:
                 item.cancel.cancel("stale")
                 continue
@@ -340,8 +351,6 @@ class Worker:
     def _housekeeping(self) -> float:
         settings = self.settings
         now = time.monotonic()
-        for key in self.pacing.due_probes():
-            self._probe(key)
         if now - self._last_reap >= settings.lease_seconds / 2:
             for job_id in self.queue.reap_expired(
                 settings.worker_id, grace_seconds=settings.reap_grace_seconds
@@ -358,6 +367,13 @@ class Worker:
             self._last_beat = now
         return min(1.0, settings.heartbeat_seconds)
 
+    def _probes_step(self) -> float:
+        """Probes run on a thread of their own: one that hangs (a paused S3 server) holds
+        back neither heartbeats nor the reaper."""
+        for key in self.pacing.due_probes():
+            self._probe(key)
+        return 0.2
+
     def _snapshot(self) -> list[Running]:
         with self._lock:
             return list(self._running.values())
@@ -373,24 +389,41 @@ class Worker:
     def _execute(self, claim: Claim, running: Running) -> None:
         job = claim.job
         about = {"job_id": job.id}
+        try:
+            while not self._attempt(claim, running):
+                # The object store (or the source) failed this export after its budget of
+                # failures was spent: the job keeps its lease and runs again once it is back.
+                if not self._hold(running):
+                    break
+                log.warning("job %s: running it again on its lease", job.id, extra=about)
+        finally:
+            with self._lock:
+                self._running.pop(job.id, None)
+                self._lock.notify_all()
+
+    def _attempt(self, claim: Claim, running: Running) -> bool:
+        """Run the export once and end the job; False if it is held instead (see `_hold`)."""
+        job = claim.job
+        about = {"job_id": job.id}
         temp: TempObject | None = None
+        running.sink = None
         try:
             spec = job_spec(job)
             source = self._source(job.source)
             temp = self.objects.create_temp(
                 job.id, claim.lease.token, final_key(job.id, spec.file_name)
             )
-            running.temp_key = temp.key
+            running.temp_key, running.temp_key_recorded = temp.key, False  # a rerun's own
             running.sink = ObjectSink(temp, spec.csv, spec.limits)
             staged = run_export(spec, source, temp, running.sink, running.cancel)
             self.pacing.succeeded(job.source)
-            if not self._still_ours(running):
-                self._abort(temp)
+            try:
+                temp.publish(check=lambda: self._still_ours(running))
+            except PublishWithheldError:
                 log.warning(
                     "job %s: lease lost before publishing; nothing published", job.id, extra=about
                 )
-                return
-            temp.publish()
+                return True
             self.pacing.succeeded(STORAGE)
             published = PublishedObject(
                 key=final_key(job.id, spec.file_name),
@@ -407,7 +440,7 @@ class Worker:
             ended = self._finish(running, outcome)
             if ended is False:
                 # Canceled or reaped meanwhile: no object may outlive a job that did not succeed.
-                self.objects.delete(published.key)
+                self._delete(published.key)
                 log.info(
                     "job %s ended elsewhere; its published object was deleted", job.id, extra=about
                 )
@@ -422,13 +455,17 @@ class Worker:
             self._fail(running, exc.code, str(exc))
         except ObjectStoreUnavailableError as exc:
             self._abort(temp)
-            self.pacing.failed(STORAGE)
             log.error("job %s: %s", job.id, exc, extra=about)
+            if not self.pacing.failed(STORAGE):
+                running.held = STORAGE
+                return False
             self._fail(running, "storage_unavailable", STORAGE_MESSAGE)
         except SourceUnavailableError as exc:
             self._abort(temp)
-            self.pacing.failed(job.source)
             log.error("job %s: %s", job.id, exc, extra=about)
+            if not self.pacing.failed(job.source):
+                running.held = job.source
+                return False
             self._fail(running, exc.code, SOURCE_MESSAGE)
         except SourceError as exc:
             self._abort(temp)
@@ -441,53 +478,103 @@ class Worker:
             log.exception("job %s: export failed unexpectedly", job.id, extra=about)
             self._abort(temp)
             self._fail(running, "internal_error", "the export failed; operators can see why")
-        finally:
-            with self._lock:
-                self._running.pop(job.id, None)
-                self._lock.notify_all()
+        return True
 
-    def _deadline(self, running: Running) -> float:
-        """Until when (monotonic) the lease is surely still ours, from its last renewal."""
-        return running.lease_renewed_at + self.settings.lease_seconds
+    def _hold(self, running: Running) -> bool:
+        """Wait, still running under the lease (the lease loop renews it), until the held
+        dependency may be tried again: True to run the export again, False if it ended
+        meanwhile (a cancel, a lost lease, shutdown: ended here as the reason says)."""
+        key = running.held or STORAGE
+        log.warning(
+            "job %s: %s failed it past the pause's budget; held on its lease until it is back",
+            running.lease.job_id,
+            key or "the object store",
+            extra={"job_id": running.lease.job_id},
+        )
+        running.sink = None
+        while not self.pacing.may_resume(key):
+            if running.cancel.wait(0.5):
+                reason = running.cancel.reason or ""
+                if reason in STOP_MESSAGES:
+                    self._fail(running, reason, STOP_MESSAGES[reason])
+                return False
+        running.held = None
+        return not running.cancel.cancelled
+
+    def _deadline(self, running: Running, *, reap_grace: bool = False) -> float:
+        """Until when (monotonic) the lease is surely still ours, from its last renewal; with
+        `reap_grace`, until the reaper may take it (a fenced write is harmless until then)."""
+        grace = self.settings.reap_grace_seconds if reap_grace else 0.0
+        return running.lease_renewed_at + self.settings.lease_seconds + grace
 
     def _finish(self, running: Running, outcome: Outcome) -> bool | None:
         """End the job: True if it now has this outcome, False if it ended otherwise (a cancel,
         the reaper), None if the store could not say before the lease ran out.
 
-        Transient store failures are retried while the lease may still be valid; after a
-        failure the job is read back first, since the commit may have happened unacknowledged.
+        Transient store failures are retried while the lease may still be valid. A failed
+        attempt may have committed unacknowledged, so once one failed, a later attempt that
+        finds the job no longer running reads it back: ended as this outcome under this
+        lease's token means ended by us (True), whatever the retry itself found.
         """
         delay = 0.2
+        uncertain = False
         while True:
             try:
-                return self.queue.finish_jobs([outcome])[0]
+                if self.queue.finish_jobs([outcome])[0]:
+                    return True
+                if not uncertain:
+                    return False
             except TransientStoreError as exc:
-                if time.monotonic() + delay > self._deadline(running):
-                    job_id = outcome.lease.job_id
-                    log.error("job %s: could not end it before its lease ran out: %s", job_id, exc)
-                    return None
+                uncertain = True
                 log.warning("job %s: ending it failed (%s); again", outcome.lease.job_id, exc)
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
             known = self._ended_as(outcome)
             if known is not None:
                 return known
+            if time.monotonic() + delay > self._deadline(running, reap_grace=True):
+                log.error("job %s: could not end it before its lease ran out", outcome.lease.job_id)
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     def _ended_as(self, outcome: Outcome) -> bool | None:
         """After an unanswered finish: did it commit (True), did the job end otherwise
-        (False), or is it still running under our lease (None: try again)?"""
+        (False), or is it still running under our lease or unreadable (None: try again)?"""
         try:
             job = self.jobs.get_job(outcome.lease.job_id).job
         except TransientStoreError:
             return None
         if job.lease_token != outcome.lease.token:
             return False
-        if job.status == outcome.to_status:
-            return True
-        return None if job.status == "running" else False
+        if job.status == "running":
+            return None
+        if job.status != outcome.to_status:
+            return False
+        published = outcome.published
+        if published is not None:
+            return (job.object_key, job.object_sha256) == (published.key, published.sha256)
+        # The reaper fails a job under the same token, but with its own code.
+        return job.error_code == outcome.error_code
+
+    def _delete(self, key: str) -> None:
+        """Delete an object that must not outlive its job, retried a little; the sweeper is
+        the last resort."""
+        delay = 0.2
+        for attempt in range(5):
+            try:
+                self.objects.delete(key)
+                return
+            except Exception as exc:
+                if attempt == 4:
+                    log.error("deleting %s failed (%s); the sweeper will remove it", key, exc)
+                    return
+                time.sleep(delay)
+                delay *= 2
 
     def _still_ours(self, running: Running) -> bool:
-        """Renew the lease just before publishing: a stale worker learns it here, not after."""
+        """The lease check made at the last moment before an object becomes visible: renew
+        the lease (a stale worker learns it here, not after publishing); if another
+        transaction holds the row, a read that waits on no lock says whether the lease is
+        still ours and unexpired."""
         delay = 0.2
         while time.monotonic() < self._deadline(running):
             try:
@@ -498,9 +585,16 @@ class Worker:
                 return True
             except StaleStatusError:
                 return False
+            except LeaseBusyError:
+                try:
+                    if self.lease_queue.lease_held(running.lease):
+                        return True
+                except TransientStoreError:
+                    pass
             except TransientStoreError:
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                pass
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
         return False
 
     def _fail(self, running: Running, code: str, message: str) -> None:
@@ -526,22 +620,38 @@ class Worker:
             log.exception("aborting temp object %s failed; the sweeper will remove it", temp.key)
 
     def _probe(self, key: str) -> None:
-        """Try a paused dependency: a tiny temp object written and dropped, or `SELECT 1`."""
+        """Try a paused dependency the way exports use it: for the object store a small object
+        written, published and deleted through the same store, folder or bucket (a write
+        that only reaches a buffer proves nothing); for a source `SELECT 1`. A good probe
+        half-opens it: one job goes through, and a failure pauses again."""
         try:
             if key == STORAGE:
-                temp = self.objects.create_temp(0, os.getpid(), final_key(0, "probe"))
-                try:
-                    temp.write(b"probe")
-                finally:
-                    temp.abort()
+                self._probe_store()
             else:
                 self._source(key).describe("SELECT 1 AS probe", {})
         except Exception as exc:
             self.pacing.probe_failed(key)
             log.warning("%s is still unavailable: %s", key or "the object store", exc)
             return
-        self.pacing.succeeded(key)
-        log.warning("%s answers again: claiming its jobs resumes", key or "the object store")
+        self.pacing.probe_succeeded(key)
+        log.warning("%s answers again: one job tries it", key or "the object store")
+
+    def _probe_store(self) -> None:
+        self._probes += 1
+        name = f"probe-{self.settings.worker_id}-{self._probes}.csv"
+        key = final_key(0, name)  # job 0 is nobody's: the sweeper removes a leftover
+        # A token of this process's own, so two workers' probe temp objects never meet.
+        temp = self.objects.create_temp(0, os.getpid() * 100_000 + self._probes, key)
+        try:
+            temp.write(b"probe\n")
+            temp.publish()
+        except BaseException:
+            temp.abort()
+            raise
+        with self.objects.read(key) as handle:
+            if handle.read() != b"probe\n":
+                raise ObjectStoreUnavailableError(f"the probe object {key} read back wrong")
+        self.objects.delete(key)
 
     def _source(self, name: str) -> Source:
         config = self.catalog.sources.get(name)

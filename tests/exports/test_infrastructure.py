@@ -15,17 +15,19 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 
 from reportexport.catalog import Catalog, parse_catalog
 from reportexport.exports import new_export
-from reportexport.objects import ObjectStore, open_object_store
+from reportexport.objects import IncompleteReadError, ObjectStore, open_object_store
 from reportexport.store import Database, JobFilter, open_database
 from reportexport.worker import Worker, WorkerSettings
 from tests.exports.conftest import catalog_for
 from tests.postgres_server import ThrowawayCluster
+from tests.relay import CommitCutter, Relay, S3Relay
 from tests.store.conftest import GRAPH
 
 QUERIES: dict[str, Any] = {
@@ -298,3 +300,157 @@ def test_leftover_fifo_folders_of_dead_processes_are_removed_at_start(
     finally:
         shutil.rmtree(mine, ignore_errors=True)
         shutil.rmtree(dead, ignore_errors=True)
+
+
+def through(relay: Relay, url: str) -> str:
+    """`url` with its host and port replaced by the relay's."""
+    parsed = urlsplit(url)
+    return parsed._replace(
+        netloc=f"{parsed.username or 'postgres'}@127.0.0.1:{relay.port}"
+    ).geturl()
+
+
+def test_a_finish_committed_but_unacknowledged_is_recognised_and_keeps_its_object(
+    postgres_url: str, catalog: Catalog, local_objects: ObjectStore
+) -> None:
+    """The finish to succeeded commits, the connection drops before the answer, and the
+    database stays out of reach longer than a connection's wait: the retry that gets through
+    finds the job no longer running, and must see it succeeded under its own token (not
+    delete the published object)."""
+    port = int(urlsplit(postgres_url).port or 5432)
+    relay = CommitCutter(port, marker=b"object_sha256 = ", refuse_seconds=12)
+    db = open_database(through(relay, postgres_url), GRAPH)
+    worker = start_worker(db, catalog, local_objects)
+    direct = open_database(postgres_url, GRAPH)
+    try:
+        relay.armed.set()
+        job = submit(direct, catalog, "small")
+        assert relay.cut.wait(60), "the finish never committed through the relay"
+        wait_until(lambda: worker.active == 0, timeout=90)
+        ended = direct.jobs.get_job(job).job  # type: ignore[arg-type]
+        assert (ended.status, ended.error_code) == ("succeeded", None)
+        assert ended.object_key is not None
+        info = local_objects.stat(ended.object_key)
+        assert info is not None, "the published object of a succeeded job was deleted"
+        assert info.size == ended.object_bytes
+    finally:
+        worker.stop(grace_seconds=0)
+        db.close()
+        direct.close()
+        relay.close()
+
+
+def test_a_failure_committed_but_unacknowledged_is_not_mistaken_for_a_reap(
+    postgres_url: str, catalog: Catalog, tmp_path: Path
+) -> None:
+    """The same for a failure: the retry reads back its own code under its own token."""
+    port = int(urlsplit(postgres_url).port or 5432)
+    relay = CommitCutter(port, marker=b"error_message = ", refuse_seconds=12)
+    root = tmp_path / "objects"
+    objects = open_object_store(f"file://{root}", link_secret=b"x")
+    shutil.rmtree(root)
+    root.write_text("not a folder")
+    db = open_database(through(relay, postgres_url), GRAPH)
+    direct = open_database(postgres_url, GRAPH)
+    worker = start_worker(db, catalog, objects, failure_limit=1)
+    try:
+        relay.armed.set()
+        job = submit(direct, catalog, "small")
+        assert relay.cut.wait(60)
+        wait_until(lambda: worker.active == 0, timeout=90)
+        assert status(direct, job) == ("failed", "storage_unavailable")
+    finally:
+        worker.stop(grace_seconds=0)
+        db.close()
+        direct.close()
+        relay.close()
+
+
+def test_a_worker_that_lost_its_lease_during_the_last_part_does_not_complete_the_upload(
+    jobs_db: Database, catalog: Catalog, s3_endpoint: str
+) -> None:
+    """The lease is checked right before CompleteMultipartUpload, not before the last part
+    goes up: canceled while that part is on its way, the object never becomes visible."""
+    relay = S3Relay(int(urlsplit(s3_endpoint).port or 80))
+    bucket = f"lease-{uuid.uuid4().hex[:8]}"
+    direct = open_object_store(f"s3://{bucket}?endpoint_url={s3_endpoint}")
+    direct.client.create_bucket(Bucket=bucket)  # type: ignore[attr-defined]
+    objects = open_object_store(f"s3://{bucket}?endpoint_url={relay.endpoint}")
+    worker = start_worker(jobs_db, catalog, objects)
+    try:
+        relay.hold_parts.set()
+        job = submit(jobs_db, catalog, "small")
+        assert relay.part_held.wait(60)
+        jobs_db.jobs.cancel_job(job, person="alice")  # type: ignore[arg-type]
+        relay.hold_parts.clear()
+        relay.release.set()
+        wait_until(lambda: worker.active == 0)
+        assert status(jobs_db, job) == ("canceled", None)
+        assert relay.completes() == []
+        assert [i.key for i in direct.list_objects() if not i.key.startswith("multipart/")] == []
+    finally:
+        relay.release.set()
+        worker.stop(grace_seconds=0)
+        relay.close()
+
+
+def read_in_chunks(objects: ObjectStore, key: str) -> int:
+    seen = 0
+    with objects.read(key) as handle:
+        while chunk := handle.read(1 << 16):
+            seen += len(chunk)
+    return seen
+
+
+def test_an_s3_read_cut_short_is_an_error_never_a_shorter_object(s3_endpoint: str) -> None:
+    relay = S3Relay(int(urlsplit(s3_endpoint).port or 80))
+    bucket = f"read-{uuid.uuid4().hex[:8]}"
+    direct = open_object_store(f"s3://{bucket}?endpoint_url={s3_endpoint}")
+    direct.client.create_bucket(Bucket=bucket)  # type: ignore[attr-defined]
+    temp = direct.create_temp(1, 1, "exports/1/a.csv")
+    temp.write(b"x" * 200_000)
+    temp.publish()
+    objects = open_object_store(
+        f"s3://{bucket}?endpoint_url={relay.endpoint}&max_attempts=1&read_timeout=2"
+    )
+    try:
+        with objects.read("exports/1/a.csv") as handle:
+            assert len(handle.read()) == 200_000
+        relay.truncate_after = 5_000  # headers and a little of the body, then cut
+        with pytest.raises(IncompleteReadError):
+            read_in_chunks(objects, "exports/1/a.csv")
+        with pytest.raises(IncompleteReadError):
+            objects.read("exports/1/a.csv").read()
+    finally:
+        relay.close()
+
+
+def test_a_probe_that_hangs_holds_back_no_heartbeat(
+    jobs_db: Database, catalog: Catalog, s3_endpoint: str
+) -> None:
+    """Claims paused on the object store, its probe meets a server that takes the request and
+    never answers: heartbeats go on beside it."""
+    relay = S3Relay(int(urlsplit(s3_endpoint).port or 80))
+    bucket = f"hang-{uuid.uuid4().hex[:8]}"
+    direct = open_object_store(f"s3://{bucket}?endpoint_url={s3_endpoint}")
+    direct.client.create_bucket(Bucket=bucket)  # type: ignore[attr-defined]
+    objects = open_object_store(
+        f"s3://{bucket}?endpoint_url={relay.endpoint}&max_attempts=1&read_timeout=60"
+    )
+    relay.refuse_for(3600)
+    worker = start_worker(jobs_db, catalog, objects, failure_limit=1, heartbeat_seconds=0.2)
+    try:
+        submit(jobs_db, catalog, "small")
+        wait_until(lambda: worker.pacing.pause_reason == "storage_unavailable")
+        relay.hold_all.set()
+        relay.refuse_until = 0.0
+        wait_until(lambda: any(r.startswith(("POST", "PUT")) for r in relay.requests))
+        for _ in range(10):  # the probe hangs meanwhile
+            time.sleep(0.5)
+            (beat,) = jobs_db.heartbeats.heartbeats()
+            assert beat.age_seconds is not None
+            assert beat.age_seconds < 2.0
+    finally:
+        relay.release.set()
+        worker.stop(grace_seconds=0)
+        relay.close()

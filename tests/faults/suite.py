@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -93,6 +94,7 @@ FAULTS = [
     Fault("db_pause", None, "stop PostgreSQL for seconds, then start it"),
     Fault("local_store_file", LOCAL, "the objects folder replaced by a regular file, then back"),
     Fault("local_store_symlink", LOCAL, "the objects folder replaced by a dangling symlink"),
+    Fault("local_store_full", LOCAL, "no file of a worker may grow (RLIMIT_FSIZE 0), then room"),
     Fault("s3_paused", S3, "the S3 server frozen (SIGSTOP), then SIGCONT"),
     Fault("s3_503", S3, "the S3 endpoint answers 503 to everything, then recovers"),
     Fault("webhook_slow", None, "the webhook receiver answers after the sender's timeout"),
@@ -132,7 +134,7 @@ def plan_runs(runs: int, seed: int, only: Sequence[str] = ()) -> list[Plan]:
 SHORT_PLANS = [
     Plan(0, 101, LOCAL, ("kill_worker", "local_store_file", "webhook_slow")),
     Plan(1, 202, S3, ("freeze_worker", "s3_503", "webhook_gone")),
-    Plan(2, 303, LOCAL, ("row_lock", "kill_effects", "webhook_down")),
+    Plan(2, 303, LOCAL, ("row_lock", "kill_effects", "webhook_down", "local_store_full")),
     Plan(3, 404, S3, ("db_pause", "s3_paused")),
     Plan(4, 505, LOCAL, ("db_restart", "local_store_symlink")),
 ]
@@ -569,6 +571,26 @@ class Run:
     def _local_store_symlink(self, rng: random.Random) -> None:
         self._replace_objects_folder(rng, lambda root: root.symlink_to(self.directory / "gone"))
 
+    def _local_store_full(self, rng: random.Random) -> None:
+        """A full disk: every process that writes objects (the workers, serve) may not make a
+        file grow (RLIMIT_FSIZE 0, set from outside with prlimit; Python ignores SIGXFSZ, so
+        the write fails with EFBIG, as ENOSPC would), for 3 to 8 s."""
+        with self.lane.store_lock:
+            limited: list[tuple[int, tuple[int, int]]] = []
+            for process in self.processes:
+                if process.kind in ("worker", "serve") and process.alive():
+                    with contextlib.suppress(ProcessLookupError):
+                        before = resource.prlimit(process.pid, resource.RLIMIT_FSIZE)
+                        resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (0, before[1]))
+                        limited.append((process.pid, before))
+            self.event(f"RLIMIT_FSIZE 0 for pids {[pid for pid, _ in limited]}")
+            try:
+                time.sleep(rng.uniform(3.0, 8.0))
+            finally:
+                for pid, before in limited:
+                    with contextlib.suppress(ProcessLookupError):
+                        resource.prlimit(pid, resource.RLIMIT_FSIZE, before)
+
     def _s3_paused(self, rng: random.Random) -> None:
         with self.lane.store_lock:
             self.lane.moto.pause()
@@ -765,6 +787,8 @@ class Run:
             supervisor.stop()
         for process in self.processes:
             self.notes[f"{process.kind} exits of their own"] += len(process.unexpected_exits)
+            if process.unexpected_exits:  # not a violation (its supervisor restarts it): a look
+                self.odd.append(f"{process.name} exited by itself {process.unexpected_exits}")
         self.stop_processes(("worker", "effects"))
         self.sweep()
         jobs = {r["id"]: r for r in sql(self.url, "SELECT id, status FROM jobs")}

@@ -131,3 +131,37 @@ def test_cancel_racing_completion_ends_in_exactly_one_terminal_status(
     assert Counter(row[0] for row in rows) == Counter(
         {"succeeded": won["finish"]["succeeded"], "canceled": won["cancel"]["canceled"]}
     )
+
+
+def test_a_row_held_by_another_transaction_is_skipped_by_renewals_and_progress(
+    postgres_url: str,
+) -> None:
+    """A renewal or a progress write never waits on a row lock (a process frozen inside a
+    transaction on the row): it answers at once that the lease is still ours but busy."""
+    import time
+
+    import psycopg
+
+    from reportexport.store import LeaseBusyError
+
+    db = open_database(postgres_url, GRAPH, lock_timeout_seconds=30)
+    try:
+        db.jobs.create_job(new_job())
+        (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
+        with psycopg.connect(postgres_url) as lock:
+            lock.execute(b"UPDATE jobs SET bytes_written = bytes_written")
+            started = time.monotonic()
+            with pytest.raises(LeaseBusyError):
+                db.queue.extend_lease(claim.lease, lease_seconds=60)
+            with pytest.raises(LeaseBusyError):
+                db.queue.record_progress(claim.lease, rows=1, bytes_written=1)
+            assert db.queue.lease_held(claim.lease)
+            assert time.monotonic() - started < 10  # far below the 30 s lock_timeout
+            lock.rollback()
+        db.queue.extend_lease(claim.lease, lease_seconds=60)
+        db.jobs.cancel_job(claim.job.id, person="p")
+        with pytest.raises(StaleStatusError):
+            db.queue.extend_lease(claim.lease, lease_seconds=60)
+        assert not db.queue.lease_held(claim.lease)
+    finally:
+        db.close()

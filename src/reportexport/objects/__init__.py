@@ -8,7 +8,7 @@ atomic and never overwrites: a job's object appears complete at its key or not a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Protocol
@@ -29,6 +29,16 @@ class ObjectStoreUnavailableError(ObjectStoreError, OutageError):
     volume; an S3 endpoint that is down or answers 5xx): an infrastructure failure."""
 
 
+class IncompleteReadError(ObjectStoreUnavailableError):
+    """A read of an object ended before its length (a store paused, a connection cut or
+    answering 503 mid-body): what was read is not the object, and must not be taken for it."""
+
+
+class PublishWithheldError(ObjectStoreError):
+    """The check made just before an object would become visible said no (the writer lost
+    its lease): nothing was published, and the temp object is dropped."""
+
+
 class ObjectKeyError(ObjectStoreError, ValueError):
     """A key that names no place in this store (it leaves the store's directory)."""
 
@@ -45,8 +55,11 @@ class TempObject(Protocol):
 
     def write(self, data: bytes) -> None: ...
 
-    def publish(self) -> None:
-        """Make the written bytes visible at the final key, all at once; never overwrite."""
+    def publish(self, check: Callable[[], bool] | None = None) -> None:
+        """Make the written bytes visible at the final key, all at once; never overwrite.
+        `check` is called at the last moment before the object becomes visible (after every
+        byte is stored); if it answers False, nothing is published and PublishWithheldError
+        is raised."""
         ...
 
     def abort(self) -> None:
@@ -63,7 +76,9 @@ class ObjectStore(Protocol):
 
     def stat(self, key: str) -> ObjectInfo | None: ...
 
-    def read(self, key: str) -> BinaryIO: ...
+    def read(self, key: str) -> BinaryIO:
+        """The object's bytes; a read that ends short of its length raises IncompleteReadError."""
+        ...
 
     def delete(self, key: str) -> None:
         """Delete a published object or abort a temp object by its key; idempotent."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -16,6 +16,7 @@ from reportexport.objects import (
     ObjectInfo,
     ObjectKeyError,
     ObjectStoreUnavailableError,
+    PublishWithheldError,
 )
 
 
@@ -60,7 +61,7 @@ class LocalTempObject:
         with _writing(self.root):
             self._file.write(data)
 
-    def publish(self) -> None:
+    def publish(self, check: Callable[[], bool] | None = None) -> None:
         if self._file is None:
             raise ValueError(f"temp object {self.key} is closed")
         final_key = self.final_key
@@ -71,6 +72,9 @@ class LocalTempObject:
             self._file.close()
             self._file = None
             target.parent.mkdir(parents=True, exist_ok=True)
+            if check is not None and not check():
+                self.abort()
+                raise PublishWithheldError(f"{final_key} was not published: the check said no")
             try:
                 os.link(self.path, target)  # atomic, and fails rather than replace an object
             except FileExistsError:

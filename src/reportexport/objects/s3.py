@@ -9,7 +9,7 @@ where the store supports conditional writes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from urllib.parse import parse_qs, urlparse
 
@@ -19,11 +19,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from reportexport.objects import (
     OWNER_MARK,
+    IncompleteReadError,
     ObjectExistsError,
     ObjectInfo,
     ObjectStoreError,
     ObjectStoreUnavailableError,
+    PublishWithheldError,
 )
+from reportexport.objects.checked import CheckedRead
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
@@ -47,6 +50,27 @@ def _writing(store: S3ObjectStore) -> Iterator[None]:
             raise ObjectStoreUnavailableError(
                 f"the object store {store.endpoint} refused a write ({code})"
             ) from exc
+        raise
+
+
+def _read_error(store: S3ObjectStore, key: str, exc: Exception) -> Exception:
+    return IncompleteReadError(
+        f"reading {key} from the object store {store.endpoint} failed ({type(exc).__name__}): "
+        "what was read is not the whole object"
+    )
+
+
+@contextlib.contextmanager
+def _reading(store: S3ObjectStore, key: str) -> Iterator[None]:
+    """A read that cannot reach the store or is refused with 5xx is an outage."""
+    try:
+        yield
+    except BotoCoreError as exc:
+        raise _read_error(store, key, exc) from exc
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if status >= 500 or status == 429:
+            raise _read_error(store, key, exc) from exc
         raise
 
 
@@ -84,11 +108,16 @@ class S3TempObject:
             )
         self._parts.append({"PartNumber": number, "ETag": response["ETag"]})
 
-    def publish(self) -> None:
+    def publish(self, check: Callable[[], bool] | None = None) -> None:
         final_key = self.final_key
         if self._buffer or not self._parts:
             self._upload(bytes(self._buffer))
             self._buffer.clear()
+        # Every part is up: the check comes right before CompleteMultipartUpload, the one
+        # request that makes the object visible.
+        if check is not None and not check():
+            self.abort()
+            raise PublishWithheldError(f"{final_key} was not published: the check said no")
         try:
             with _writing(self.store):
                 self.store.client.complete_multipart_upload(
@@ -154,8 +183,16 @@ class S3ObjectStore:
         return ObjectInfo(key=key, size=int(head["ContentLength"]), modified=head["LastModified"])
 
     def read(self, key: str) -> BinaryIO:
-        body = self.client.get_object(Bucket=self.bucket, Key=self.full(key))["Body"]
-        return cast(BinaryIO, body)
+        """The object's body, checked against its Content-Length as it is read: a body cut
+        short (a paused server, a proxy answering 503) raises IncompleteReadError."""
+        with _reading(self, key):
+            response = self.client.get_object(Bucket=self.bucket, Key=self.full(key))
+        length = int(response["ContentLength"])
+
+        def failing(exc: Exception) -> Exception:
+            return _read_error(self, key, exc)
+
+        return cast(BinaryIO, CheckedRead(response["Body"], length, key, failing))
 
     def delete(self, key: str) -> None:
         if key.startswith("multipart/"):

@@ -43,6 +43,7 @@ class CancelToken:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._hooks: list[Callable[[], None]] = []
+        self._event = threading.Event()
         self.reason: str | None = None
 
     @property
@@ -55,6 +56,7 @@ class CancelToken:
                 return
             self.reason = reason
             hooks = list(self._hooks)
+        self._event.set()
         for hook in hooks:
             hook()
 
@@ -73,6 +75,10 @@ class CancelToken:
                     self._hooks.remove(hook)
 
         return unregister
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a cancel; True once cancelled."""
+        return self._event.wait(timeout)
 
     def raise_if_cancelled(self) -> None:
         if self.reason is not None:

@@ -45,6 +45,7 @@ from reportexport.store.endpoints import (
 )
 from reportexport.store.errors import (
     JobNotFoundError,
+    LeaseBusyError,
     OwnerLimitError,
     SchemaMismatchError,
     StaleStatusError,
@@ -84,6 +85,7 @@ __all__ = [
     "JobQueue",
     "JobStore",
     "Lease",
+    "LeaseBusyError",
     "Metrics",
     "MetricsSnapshot",
     "NewJob",

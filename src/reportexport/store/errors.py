@@ -32,6 +32,15 @@ class StaleStatusError(StoreError):
         self.expected = expected
 
 
+class LeaseBusyError(StoreError):
+    """A renewal or progress write found its job's row held by another transaction and did not
+    wait for it: the lease is still this worker's; try again shortly."""
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(f"job {job_id}: its row is held by another transaction")
+        self.job_id = job_id
+
+
 class OwnerLimitError(StoreError):
     """Creating the job would take its owner past `limit` (`max_active` or `max_recent`)."""
 

@@ -14,7 +14,7 @@ from frozen_lifecycle.graph import Graph
 from reportexport.job_status import CLAIM, check_transition
 from reportexport.records import Claim, ClaimedJob, JobId, Lease, Outcome
 from reportexport.store.driver import Driver, Row, Session
-from reportexport.store.errors import StaleStatusError
+from reportexport.store.errors import LeaseBusyError, StaleStatusError
 
 # A claim looks at the first jobs in turn order only (see claim_jobs in sql/queries.sql): a few
 # times what it claims, and some more for the rows other workers' claims hold meanwhile.
@@ -87,6 +87,8 @@ class JobQueue:
         return Claim(lease=lease, job=job)
 
     def extend_lease(self, lease: Lease, *, lease_seconds: float) -> Lease:
+        """The lease pushed out; StaleStatusError once it is not ours, LeaseBusyError when
+        another transaction holds the job's row (not waited for: try again)."""
         params = {
             "id": lease.job_id,
             "token": lease.token,
@@ -94,8 +96,9 @@ class JobQueue:
         }
         with self.driver.write() as session:
             row = session.row("extend_lease", params)
-        if row is None:
-            raise StaleStatusError(lease.job_id, "running under this lease")
+            if row is None:
+                self._locked_out(session, lease)
+        assert row is not None
         return Lease(
             job_id=lease.job_id,
             token=lease.token,
@@ -115,9 +118,23 @@ class JobQueue:
             "temp_key": temp_key,
         }
         with self.driver.write() as session:
-            row = session.row("record_progress", params)
+            if session.row("record_progress", params) is None:
+                self._locked_out(session, lease)
+
+    def lease_held(self, lease: Lease) -> bool:
+        """Is the job still running under this lease, unexpired? A read that waits on no row
+        lock: what a worker asks just before publishing when a renewal was locked out."""
+        with self.driver.read() as session:
+            row = session.row("lease_held", {"id": lease.job_id, "token": lease.token})
+        return row is not None and bool(row["valid"])
+
+    def _locked_out(self, session: Session, lease: Lease) -> None:
+        """A fenced write found no row it could take: stale, or only locked by another
+        transaction (the row still runs under this lease)?"""
+        row = session.row("lease_held", {"id": lease.job_id, "token": lease.token})
         if row is None:
             raise StaleStatusError(lease.job_id, "running under this lease")
+        raise LeaseBusyError(lease.job_id)
 
     def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
         """End running jobs; one bool per outcome, False where the lease was stale."""

@@ -134,17 +134,29 @@ RETURNING id, owner, saved_query, source, query_sql, parameters, options, lease_
           lease_expires_at;
 
 -- extend_lease --
--- Push a running job's lease expiry out, if the caller still holds the lease.
+-- Push a running job's lease expiry out, if the caller still holds the lease. A row another
+-- transaction holds is skipped, never waited for (no row back: see lease_held).
 UPDATE jobs SET lease_expires_at = {now_plus(:lease)}
- WHERE id = :id AND lease_token = :token AND status = 'running'
+ WHERE id IN (SELECT id FROM jobs
+               WHERE id = :id AND lease_token = :token AND status = 'running'
+               {skip_locked})
 RETURNING lease_expires_at;
 
+-- lease_held --
+-- A running job still under this lease token, and its expiry: a plain read, which waits on no
+-- row lock (whether a skipped renewal or progress write was stale or only locked out).
+SELECT lease_expires_at, lease_expires_at > {now} AS valid FROM jobs
+ WHERE id = :id AND lease_token = :token AND status = 'running';
+
 -- record_progress --
--- Rows and bytes written so far (and the temp object's key), under a running job's lease.
+-- Rows and bytes written so far (and the temp object's key), under a running job's lease; a
+-- row another transaction holds is skipped, never waited for.
 UPDATE jobs
    SET rows_written = coalesce(:rows, rows_written), bytes_written = :bytes,
        temp_key = coalesce(:temp_key, temp_key), progressed_at = {now}
- WHERE id = :id AND lease_token = :token AND status = 'running'
+ WHERE id IN (SELECT id FROM jobs
+               WHERE id = :id AND lease_token = :token AND status = 'running'
+               {skip_locked})
 RETURNING id;
 
 -- finish_job --
