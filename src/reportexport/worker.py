@@ -97,6 +97,11 @@ UNKNOWN_END = (
 )
 
 
+def _named(key: str) -> str:
+    """A paused dependency as log lines name it: a source by its name, else the object store."""
+    return key or "the object store"
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkerSettings:
     worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
@@ -488,7 +493,7 @@ class Worker:
         log.warning(
             "job %s: %s failed it past the pause's budget; held on its lease until it is back",
             running.lease.job_id,
-            key or "the object store",
+            _named(key),
             extra={"job_id": running.lease.job_id},
         )
         running.sink = None
@@ -631,10 +636,10 @@ class Worker:
                 self._source(key).describe("SELECT 1 AS probe", {})
         except Exception as exc:
             self.pacing.probe_failed(key)
-            log.warning("%s is still unavailable: %s", key or "the object store", exc)
+            log.warning("%s is still unavailable: %s", _named(key), exc)
             return
         self.pacing.probe_succeeded(key)
-        log.warning("%s answers again: one job tries it", key or "the object store")
+        log.warning("%s answers again: one job tries it", _named(key))
 
     def _probe_store(self) -> None:
         self._probes += 1
