@@ -11,13 +11,19 @@ status takes in SQL, and a statement it cannot read yields nothing.
   person types with literal ids) and never compares the current status (`status = ...`,
   `status IN (...)`, in its WHERE or a CTE that picks the rows) is a blind write
   (`no-source-state`);
-- `INSERT INTO jobs (..., status) VALUES (..., <literal>)` or `SELECT ..., <literal>`: only
-  the initial state (`not-initial`);
+- `INSERT INTO jobs (..., status) VALUES (..., <literal>)` or `SELECT ..., <literal>` (each
+  select list a UNION joins, whatever follows it: FROM, WHERE, RETURNING, ON CONFLICT...; past
+  a WITH, the SELECT after the common table expressions): only the initial state
+  (`not-initial`); the literal may be cast or named (`'queued'::job_status AS status`);
 - `CASE ... END` whose results are given to a status (`SET status = CASE`, `status := CASE`,
   `CASE ... END AS status`) or whose `WHEN`s compare one (`CASE status WHEN`): states only;
   results given to an actor: actors only;
 - `CREATE TYPE ... AS ENUM (...)`, `ALTER TYPE ... ADD VALUE`, and an `IN (...)` list that
   mixes states with other status words (`states-invented`).
+
+A clause is read item by item: string literals (`''` escapes a quote) and double-quoted
+identifiers are skipped whole when brackets are matched and lists split on commas, so a
+bracket, a comma or a `status = ` inside one moves nothing.
 """
 
 from __future__ import annotations
@@ -46,18 +52,45 @@ _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 _UPDATE = re.compile(
     r"\bUPDATE\s+(?:ONLY\s+)?[\w.\"]+(?:\s+(?:AS\s+)?(?!SET\b)\w+)?\s+SET\b", _FLAGS
 )
-_CLAUSE_END = re.compile(r"\b(?:WHERE|RETURNING|FROM)\b|[()]", re.I)
-_SET_STATUS = re.compile(r"(?<![\w.])(?:\w+\.)?\"?status\"?\s*=\s*", re.I)
-_SET_ACTOR = re.compile(r"(?<![\w.])(?:\w+\.)?(?:change_)?actor\s*=\s*'([^']*)'", re.I)
+# A string literal ('' escapes a quote) or a double-quoted identifier ("" escapes one; on one
+# line and without a single quote, so that the closing quote of a shell's `psql -c "..."` never
+# pairs with a later one): skipped whole when brackets are matched and commas split on.
+_LITERAL = r"'(?:[^']|'')*'|\"(?:[^\"\n']|\"\")*\""
+_CLAUSE_END = re.compile(_LITERAL + r"|\b(?:WHERE|RETURNING|FROM)\b|[()]", re.I)
+# Where the select list of an INSERT ... SELECT ends.
+_SELECT_END = re.compile(
+    _LITERAL + r"|\b(?:FROM|WHERE|RETURNING|UNION|INTERSECT|EXCEPT|GROUP|HAVING|WINDOW|ORDER"
+    r"|LIMIT|OFFSET|FETCH|ON\s+CONFLICT)\b|[()]",
+    re.I,
+)
+# Past a select list: the next set operation (or the statement's end at depth 0).
+_SET_OPERATION = re.compile(
+    _LITERAL + r"|\b(?:UNION|INTERSECT|EXCEPT|RETURNING|ON\s+CONFLICT)\b|[()]", re.I
+)
+_UNION_SELECT = re.compile(r"UNION(?:\s+(?:ALL|DISTINCT))?\s+SELECT\b", re.I)
+_TOP_SELECT = re.compile(_LITERAL + r"|\bSELECT\b|[()]", re.I)
+_QUANTIFIER = re.compile(r"\s*\b(?:ALL|DISTINCT)\b", re.I)
+_ITEM_TOKEN = re.compile(_LITERAL + r"|[(),]")
+_STRING = re.compile(r"'(?:[^']|'')*'")
+_ROW_OPEN = re.compile(r"\s*\(")
+_ROW_COMMA = re.compile(r"\s*,")
+_SET_STATUS = re.compile(r"(?:\w+\.)?\"?status\"?\s*=\s*", re.I)
+_SET_ACTOR = re.compile(r"(?:\w+\.)?\"?(?:change_)?actor\"?\s*=\s*'([^']*)'", re.I)
 _WHERE_EQ = re.compile(r"(?<![\w.])(?:\w+\.)?status\s*=\s*'([^']*)'", re.I)
 _WHERE_IN = re.compile(r"(?<![\w.])(?:\w+\.)?status\s+(NOT\s+)?IN\s*\(([^)]*)\)", re.I)
 # Any comparison that names the state a row is in: with a literal, a list or a parameter.
 # A bind parameter, or a value interpolated into a Python string (NUL), marks the program's SQL.
 _PARAMETER = re.compile(r"(?<![:\w]):[A-Za-z_]\w*|%\(\w+\)s|%s|\$\d+|\?|\x00")
 _SOURCE_GUARD = re.compile(r"(?<![\w.])(?:\w+\.)?\"?status\"?\s*(?:=|IN\b|=\s*ANY\b)", re.I)
+# The table, its column list (a quoted name may hold a comma or a bracket) and what follows.
 _INSERT = re.compile(
-    r"\bINSERT\s+INTO\s+([\w.\"]+)\s*\(([^)]*)\)\s*(?:(VALUES)\b|(?:WITH\b.*?)?(SELECT)\b)",
+    r"\bINSERT\s+INTO\s+([\w.\"]+)\s*\(((?:\"[^\"\n]*\"|[^)\"])*)\)\s*"
+    r"(?:(VALUES)|(WITH)|(SELECT))\b",
     _FLAGS,
+)
+# A literal item: a string, perhaps cast (`'queued'::job_status`) or named (`'queued' AS status`).
+_LITERAL_ITEM = re.compile(
+    r"'((?:[^']|'')*)'(?:\s*::\s*[\w.\"]+)?(?:\s+(?:AS\s+)?(?:\w+|\"[^\"]*\"))?", re.I
 )
 _JOBS_TABLE = re.compile(r"(?:\w+\.)?\"?(?:jobs?|\w+_jobs)\"?", re.I)
 _CASE_OR_END = re.compile(r"\b(CASE|END)\b", re.I)
@@ -121,31 +154,39 @@ class SqlRules:
             return
         set_start = update.end()
         set_end = _clause_end(text, set_start)
-        clause = text[set_start:set_end]
-        target = _SET_STATUS.search(clause)
-        if target is None:
+        # The assignments of the SET list, one by one: a status or actor named inside another
+        # one's value (a string, a CASE that compares them) is not what the row is given.
+        items = _split_items(text, set_start, set_end)
+        found = next(
+            ((at, target) for at, item in items if (target := _SET_STATUS.match(item))), None
+        )
+        if found is None:
             return
+        target_at, target = found
+        assigned = target.string
         value_at = target.end()
         tos: list[str] | None
-        if clause.startswith("'", value_at):
-            literal = _QUOTED.match(clause, value_at)
+        if assigned.startswith("'", value_at):
+            literal = _QUOTED.match(assigned, value_at)
             tos = [literal.group(1)] if literal else None
-        elif clause[value_at : value_at + 4].upper() == "CASE":
-            end = _matching_end(clause, value_at)
-            tos = _RESULT_LITERAL.findall(clause[value_at:end]) or None
+        elif assigned[value_at : value_at + 4].upper() == "CASE":
+            end = _matching_end(assigned, value_at)
+            tos = _RESULT_LITERAL.findall(assigned[value_at:end]) or None
         else:
             tos = None
-        actor_match = _SET_ACTOR.search(clause)
+        actor_match = next((m for _, item in items if (m := _SET_ACTOR.match(item))), None)
         actor = actor_match.group(1) if actor_match else None
         guard = text[: update.start()] + " " + text[set_end:]
-        froms: list[str] = _WHERE_EQ.findall(guard)
-        for negated, listed in _WHERE_IN.findall(guard):
-            if not negated:
-                froms += _QUOTED.findall(listed)
-        at = set_start + target.start()
+        # Searched with its strings blanked, read where it holds them.
+        blanked = _blank_strings(guard)
+        froms: list[str] = [guard[m.start(1) : m.end(1)] for m in _WHERE_EQ.finditer(blanked)]
+        for listed in _WHERE_IN.finditer(blanked):
+            if not listed.group(1):
+                froms += _QUOTED.findall(guard, listed.start(2), listed.end(2))
+        at = target_at
         for code, message in self.lexicon.move_problems(froms or None, tos, actor):
             yield at, Hit(0, code, message)
-        if _PARAMETER.search(text) is not None and _SOURCE_GUARD.search(guard) is None:
+        if _PARAMETER.search(text) is not None and _SOURCE_GUARD.search(blanked) is None:
             message = (
                 "no source state: the status is set with no `status = ...` in the WHERE "
                 "naming the state the row must be in (a blind write)"
@@ -158,21 +199,25 @@ class SqlRules:
         for insert in _INSERT.finditer(text):
             if not _JOBS_TABLE.fullmatch(insert.group(1)):
                 continue
-            columns = [c.strip().strip('"').lower() for c in insert.group(2).split(",")]
+            listed = _split_items(text, insert.start(2), insert.end(2))
+            columns = [c.strip('"').lower() for _, c in listed]
             if "status" not in columns:
                 continue
             index = columns.index("status")
-            rows: list[list[tuple[int, str]]] = []
             if insert.group(3):
                 rows = _values_rows(text, insert.end())
             else:
-                start = insert.end()
-                end = _clause_end(text, start, words=("FROM",))
-                rows = [_split_items(text, start, end)]
+                select = insert.end()
+                if insert.group(4):  # WITH ...: the SELECT past the common table expressions
+                    select = _clause_end(text, select, _TOP_SELECT)
+                    if text[select : select + 6].upper() != "SELECT":
+                        continue
+                    select += 6
+                rows = _select_rows(text, select)
             for row in rows:
                 if index < len(row):
                     at, item = row[index]
-                    literal = _QUOTED.fullmatch(item)
+                    literal = _LITERAL_ITEM.fullmatch(item)
                     if literal is None:
                         continue
                     word = literal.group(1)
@@ -263,30 +308,29 @@ def _statements(text: str) -> Iterator[_Statement]:
         yield _Statement(start, text[start:])
 
 
-def _clause_end(
-    text: str, start: int, words: tuple[str, ...] = ("WHERE", "RETURNING", "FROM")
-) -> int:
-    """Where the clause that starts at `start` ends: the next keyword at parenthesis depth 0."""
+def _clause_end(text: str, start: int, pattern: re.Pattern[str] = _CLAUSE_END) -> int:
+    """Where the clause that starts at `start` ends: the next of `pattern`'s keywords at
+    parenthesis depth 0, or a closing parenthesis that was not opened in it. Strings and
+    quoted identifiers are skipped whole."""
     depth = 0
-    position = start
-    while True:
-        match = _CLAUSE_END.search(text, position)
-        if match is None:
-            return len(text)
+    for match in pattern.finditer(text, start):
         token = match.group(0)
+        if token[0] in "'\"":
+            continue
         if token == "(":
             depth += 1
         elif token == ")":
             if depth == 0:
                 return match.start()
             depth -= 1
-        elif depth == 0 and token.upper() in words and not _quoted_at(text, start, match.start()):
+        elif depth == 0:
             return match.start()
-        position = match.end()
+    return len(text)
 
 
-def _quoted_at(text: str, start: int, offset: int) -> bool:
-    return text.count("'", start, offset) % 2 == 1
+def _blank_strings(text: str) -> str:
+    """The string literals' contents replaced by spaces, so offsets stay those of the text."""
+    return _STRING.sub(lambda m: "'" + " " * (len(m.group(0)) - 2) + "'", text)
 
 
 def _matching_end(text: str, start: int) -> int:
@@ -306,21 +350,16 @@ def _split_items(text: str, start: int, end: int) -> list[tuple[int, str]]:
     """Top-level comma-separated items of text[start:end], with their offsets."""
     items = []
     depth = 0
-    quoted = False
     item_start = start
-    for index in range(start, end):
-        char = text[index]
-        if char == "'":
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif char == "(":
+    for match in _ITEM_TOKEN.finditer(text, start, end):
+        token = match.group(0)
+        if token == "(":
             depth += 1
-        elif char == ")":
+        elif token == ")":
             depth -= 1
-        elif char == "," and depth == 0:
-            items.append(_item(text, item_start, index))
-            item_start = index + 1
+        elif token == "," and depth == 0:
+            items.append(_item(text, item_start, match.start()))
+            item_start = match.end()
     items.append(_item(text, item_start, end))
     return items
 
@@ -336,29 +375,39 @@ def _values_rows(text: str, start: int) -> list[list[tuple[int, str]]]:
     rows: list[list[tuple[int, str]]] = []
     position = start
     while True:
-        match = re.compile(r"\s*\(").match(text, position)
+        match = _ROW_OPEN.match(text, position)
         if match is None:
             return rows
         open_at = match.end() - 1
         depth = 0
-        quoted = False
-        for index in range(open_at, len(text)):
-            char = text[index]
-            if char == "'":
-                quoted = not quoted
-            elif quoted:
-                continue
-            elif char == "(":
+        for token in _ITEM_TOKEN.finditer(text, open_at):
+            if token.group(0) == "(":
                 depth += 1
-            elif char == ")":
+            elif token.group(0) == ")":
                 depth -= 1
                 if depth == 0:
-                    rows.append(_split_items(text, open_at + 1, index))
-                    position = index + 1
+                    rows.append(_split_items(text, open_at + 1, token.start()))
+                    position = token.end()
                     break
         else:
             return rows
-        comma = re.compile(r"\s*,").match(text, position)
+        comma = _ROW_COMMA.match(text, position)
         if comma is None:
             return rows
         position = comma.end()
+
+
+def _select_rows(text: str, start: int) -> list[list[tuple[int, str]]]:
+    """The select lists of an INSERT ... SELECT: the first (from `start`, just past its
+    SELECT) and each one joined to it by UNION, split into their items."""
+    rows: list[list[tuple[int, str]]] = []
+    while True:
+        quantifier = _QUANTIFIER.match(text, start)
+        if quantifier is not None:
+            start = quantifier.end()
+        end = _clause_end(text, start, _SELECT_END)
+        rows.append(_split_items(text, start, end))
+        union = _UNION_SELECT.match(text, _clause_end(text, end, _SET_OPERATION))
+        if union is None:
+            return rows
+        start = union.end()
