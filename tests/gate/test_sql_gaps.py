@@ -1,5 +1,6 @@
 """Forms the gate once let through: a literal status in `INSERT ... SELECT` followed by another
-clause, and brackets and commas inside quoted strings and identifiers.
+clause, brackets and commas inside quoted strings and identifiers, and a class named for
+states (JobStates) that holds a state beside another word.
 
 Each case is the (line, code) pairs the rules must report, nothing more; a few assert the
 message too. Where a form was already read before, its case says so.
@@ -13,8 +14,10 @@ import textwrap
 import pytest
 
 from frozen_lifecycle.gate.lexicon import (
+    FORBIDDEN_ALIAS,
     NO_SOURCE_STATE,
     NOT_INITIAL,
+    STATES_INVENTED,
     UNDECLARED_EDGE,
     UNKNOWN_STATUS,
     Lexicon,
@@ -223,3 +226,114 @@ def test_sql_in_a_shell_string_is_still_read_past_its_double_quotes() -> None:
     assert text_findings(SCRIPT, text) == [
         (1, UNDECLARED_EDGE, "succeeded -> running is not an edge of the fixture")
     ]
+
+
+# -- classes named for states: read strictly, as a STATES-named tuple is ----------------------
+
+STATES_CLASSES = {
+    "a class named JobStates": (
+        """
+        class JobStates:
+            QUEUED = "queued"
+            RUNNING = "running"
+            BANANA = "banana"
+        """,
+        [(4, STATES_INVENTED)],
+    ),
+    "a class named ExportStatuses, its members annotated": (
+        """
+        class ExportStatuses:
+            QUEUED: str = "queued"
+            ARCHIVE: Final = "archive"
+        """,
+        [(3, STATES_INVENTED)],
+    ),
+    "a class named JOBSTATES": (
+        """
+        class JOBSTATES:
+            CSV = "csv"
+            QUEUED = "queued"
+        """,
+        [(2, STATES_INVENTED)],
+    ),
+    # Read strictly before: an enum of any name refuses every word that is not a state.
+    "an Enum named JobStates": (
+        """
+        class JobStates(Enum):
+            QUEUED = "queued"
+            BANANA = "banana"
+        """,
+        [(3, STATES_INVENTED)],
+    ),
+    "a StrEnum of auto() names named JobStates": (
+        """
+        class JobStates(StrEnum):
+            QUEUED = auto()
+            BANANA = auto()
+        """,
+        [(3, STATES_INVENTED)],
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "expected"), STATES_CLASSES.values(), ids=STATES_CLASSES.keys())
+def test_a_class_named_for_states_refuses_any_other_word(
+    source: str, expected: list[tuple[int, str]]
+) -> None:
+    assert python_hits(source) == expected
+
+
+def test_a_tuple_named_in_camel_case_for_states_is_read_strictly() -> None:
+    assert python_hits('JobStates = ("queued", "banana")') == [(1, STATES_INVENTED)]
+    assert python_hits('jobstatuses = ["queued", "banana"]') == [(1, STATES_INVENTED)]
+    assert python_hits('Labels = ("queued", "banana")') == []
+
+
+def test_the_word_a_states_class_invents_is_named() -> None:
+    source = textwrap.dedent(
+        """
+        class JobStates:
+            QUEUED = "queued"
+            BANANA = "banana"
+            RETRYING = "retrying"
+        """
+    ).lstrip("\n")
+    facts = PythonRules(LEXICON).check(ast.parse(source), source)
+    assert sorted((h.line, h.code, h.message) for h in facts.hits) == [
+        (3, STATES_INVENTED, "the class JobStates names 'banana', not a state in the fixture"),
+        (4, FORBIDDEN_ALIAS, '"retrying" is a forbidden status alias'),
+        (4, STATES_INVENTED, "the class JobStates names 'retrying', not a state in the fixture"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Every member a state.
+        """
+        class JobStates:
+            QUEUED = "queued"
+            RUNNING = "running"
+        """,
+        # No state of the fixture: another machine's states.
+        """
+        class BreakerStates:
+            OPEN = "open"
+            CLOSED = "closed"
+        """,
+        # Not named for states: only words that read as statuses are refused.
+        """
+        class Labels:
+            RUNNING = "running"
+            TITLE = "Export"
+        """,
+        # A states class of the typed names, derived from the fixture.
+        """
+        class JobStates:
+            QUEUED = STATES[0]
+            OTHER = helper("x")
+        """,
+    ],
+)
+def test_other_classes_of_constants_are_fine(source: str) -> None:
+    assert python_hits(source) == []

@@ -34,8 +34,11 @@ _PARTICIPLE = re.compile(r"[a-z]+(?:ed|ing)")  # one word: "lease_expired" is a 
 STATUS_NAME = re.compile(r"(?:[a-z0-9]+_)*(?:status|state)")
 # Names a value is assigned or passed under: the status family only (`state` is too common).
 STATUS_KEY = re.compile(r"(?:[a-z0-9]+_)*status")
-# A collection named for states: STATES, ACTIVE_STATES, job_statuses ...
-STATES_NAME = re.compile(r"(?:[A-Za-z0-9]+_)*(?:states|statuses|STATES|STATUSES)")
+# A collection or class named for states: STATES, ACTIVE_STATES, job_statuses, JobStates (a
+# class name is matched lower-cased too: jobstates) ...
+STATES_NAME = re.compile(
+    r"(?:[A-Za-z0-9]+_)*[A-Za-z0-9]*(?:states|statuses|States|Statuses|STATES|STATUSES)"
+)
 
 
 # The line an offset of a text is on.
