@@ -249,9 +249,10 @@ class _Run:
         if starts is None:
             # Lines as the AST counts them, offsets as in the text: a module with a lone
             # carriage return (a line break too) or a character that lower-cases to two is
-            # read whole.
+            # read whole, and so is a tree checked without its text.
             self._lowered = self.text.lower()
             same = len(self._lowered) == len(self.text) and not _LONE_CR.search(self.text)
+            same = same and bool(self.text)
             starts = _line_starts(self.text) if same else []
             self._line_starts = starts
         if not starts:
@@ -702,26 +703,8 @@ class _LazyLines:
 def _string_lines(text: str, node: ast.Constant) -> LineOf:
     value = str(node.value)
     end_line = node.end_lineno or node.lineno
-    source = text.split("\n")[node.lineno - 1 : end_line]
-    parts: list[tuple[int, int, int]] = []  # (offset in the value, first line, last line)
-    if source:
-        # In parentheses, so that indentation and comments between the parts are no matter.
-        snippet = "(" + "\n".join([source[0][node.col_offset :], *source[1:]]) + "\n)"
-        offset = 0
-        try:
-            for token in tokenize.generate_tokens(io.StringIO(snippet).readline):
-                if token.type != tokenize.STRING:
-                    continue
-                piece = ast.literal_eval(token.string)
-                if not isinstance(piece, str):
-                    break
-                parts.append(
-                    (offset, node.lineno + token.start[0] - 1, node.lineno + token.end[0] - 1)
-                )
-                offset += len(piece)
-        except (tokenize.TokenError, SyntaxError, ValueError):
-            parts = []
-    if not parts or parts[-1][0] > len(value):
+    parts = _string_parts(text, node, len(value))
+    if not parts:
         fallback = lines_of(value, node.lineno)
         return lambda offset: min(fallback(offset), end_line)
 
@@ -730,6 +713,31 @@ def _string_lines(text: str, node: ast.Constant) -> LineOf:
         return min(first + value.count("\n", start, offset), last)
 
     return line_of
+
+
+def _string_parts(text: str, node: ast.Constant, length: int) -> list[tuple[int, int, int]]:
+    """(offset in the value, first line, last line) of each literal a string constant is
+    written as, read from its tokens; none when its text does not spell the value."""
+    source = text.split("\n")[node.lineno - 1 : node.end_lineno]
+    if not source:
+        return []
+    # The column counts UTF-8 bytes. In parentheses, so that indentation and comments between
+    # the parts are no matter.
+    first = source[0].encode()[node.col_offset :].decode()
+    snippet = "(" + "\n".join([first, *source[1:]]) + "\n)"
+    parts: list[tuple[int, int, int]] = []
+    offset = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(snippet).readline):
+            if token.type != tokenize.STRING:
+                continue
+            parts.append((offset, node.lineno + token.start[0] - 1, node.lineno + token.end[0] - 1))
+            offset += len(ast.literal_eval(token.string))
+            if offset == length:
+                return parts  # the string is whole: what follows on its last line is not of it
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return []
+    return []
 
 
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
