@@ -285,6 +285,30 @@ def test_a_local_is_forgotten_when_given_something_else_and_when_its_function_en
     assert findings(source) == [(3, *unknown("held", COMPARED))]
 
 
+def test_a_local_hides_the_module_constant_of_its_name() -> None:
+    source = """
+        PARKED = "held"
+
+        def f(job):
+            PARKED = "queued"
+            return job.status == PARKED
+        """
+    assert findings(source) == []
+
+
+def test_a_module_constant_may_be_either_arm_of_a_condition() -> None:
+    source = """
+        PARKED = "held" if fast else "stalled"
+
+        def f(job):
+            return job.status == PARKED
+        """
+    assert findings(source) == [
+        (1, *unknown("held", COMPARED)),
+        (1, *unknown("stalled", COMPARED)),
+    ]
+
+
 def test_a_local_given_in_place_keeps_its_words() -> None:
     source = """
         def f(job):
@@ -301,14 +325,18 @@ def test_a_local_given_in_place_keeps_its_words() -> None:
 def test_a_comparison_reads_the_side_its_operator_compares_with_the_status() -> None:
     source = """
         ok = "x" in job.status in ("held", "queued")
+        ok = "y" in job.status == "paused"
+        ok = job.status == "aborted" == other
         ok = job.status not in ["blocked", "queued"]
         ok = job.status in frozenset(["stalled", "queued"])
         ok = "held" not in job.status
         """
     assert findings(source) == [
         (1, *unknown("held", COMPARED)),
-        (2, *unknown("blocked", COMPARED)),
-        (3, *unknown("stalled", COMPARED)),
+        (2, *unknown("paused", COMPARED)),
+        (3, *unknown("aborted", COMPARED)),
+        (4, *unknown("blocked", COMPARED)),
+        (5, *unknown("stalled", COMPARED)),
     ]
 
 
@@ -338,6 +366,7 @@ def test_a_status_assigned_keyed_or_passed_is_read() -> None:
         state = "held"
         f(to_status="stalled", kind="held", **extra)
         payload = {"status": "blocked", 1: "x", **more}
+        first, second = "held", "queued"
         """
     assert findings(source) == [
         (1, *unknown("held", "assigned to a status")),
@@ -426,7 +455,7 @@ def test_a_move_needs_two_of_its_keywords_and_a_literal_state() -> None:
         Move(**extra, to_status="queued", actor="user")
         Move(from_status=a, to_status=b, actor="robot")
         Move(from_status="succeeded", actor="worker")
-        Move(from_status="queued", to_status="running", actor=("worker", "user"))
+        Move(from_status="queued", to_status="running", actor=("user", "worker"))
         Move(from_status="queued", to_status="running", actor=("user",))
         """
     assert findings(source) == [
@@ -464,6 +493,9 @@ def test_a_collection_is_read_once_by_the_rule_that_holds_it() -> None:
         T = Literal["queued", "expired"]
         U = typing.Literal["queued"]
         V = x["queued", "held"]
+        ok = list(STATES) + ["archived"]
+        ok = list(STATES, extra) + ["archived"]
+        ok = ("queued",) + ("blocked", "stalled")
         """
     assert findings(source) == [
         (1, *invented("the fixture's states, extended,", "blocked")),
@@ -471,6 +503,7 @@ def test_a_collection_is_read_once_by_the_rule_that_holds_it() -> None:
         (3, *invented("a collection of states", "stalled")),
         (4, *unknown("aborted", COMPARED)),
         (5, *invented("a Literal type", "expired")),
+        (8, *invented("the fixture's states, extended,", "archived")),
     ]
 
 
@@ -563,6 +596,10 @@ def test_an_enum_or_a_class_named_for_states_refuses_every_other_word() -> None:
             QUEUED = "queued"
             CSV = "csv"
 
+        class Step(lib.enum.StrEnum):
+            QUEUED = "queued"
+            CSV = "csv"
+
         class States:
             QUEUED: str = "queued"
             JSON: str = "json"
@@ -576,7 +613,8 @@ def test_an_enum_or_a_class_named_for_states_refuses_every_other_word() -> None:
         """
     assert findings(source) == [
         (3, *invented("the enum Phase", "csv")),
-        (7, *invented("the class States", "json")),
+        (7, *invented("the enum Step", "csv")),
+        (11, *invented("the class States", "json")),
     ]
 
 
@@ -683,6 +721,7 @@ def test_handlers_are_gathered_with_their_lines_in_every_form() -> None:
         EFFECT_HANDLERS = {
             "emit_failed_webhook": a,
             **more,
+            1: z,
             "page_oncall": b,
         }
         handlers.update({"delete_temp_object": c}, ping=d, **extra)
@@ -696,17 +735,18 @@ def test_handlers_are_gathered_with_their_lines_in_every_form() -> None:
         register_effect()
         HANDLERS.get("not_registered")
         TABLE = {"write_csv_object": a}
+        tables[0].update(later=x)
         """
     assert handlers(source) == [
         ("write_csv_object", 1),
         ("notify_slack", 2),
         ("emit_failed_webhook", 5),
-        ("page_oncall", 7),
-        ("delete_temp_object", 9),
-        ("ping", 9),
-        ("emit_done_webhook", 11),
-        ("archive_rows", 14),
-        ("send_mail", 15),
+        ("page_oncall", 8),
+        ("delete_temp_object", 10),
+        ("ping", 10),
+        ("emit_done_webhook", 12),
+        ("archive_rows", 15),
+        ("send_mail", 16),
     ]
 
 
@@ -787,4 +827,9 @@ def test_an_fstring_is_read_as_sql_whole_not_part_by_part() -> None:
     )
     assert findings(source) == []
     source = "x = f\"UPDATE jobs SET status = {s} WHERE status = 'running'\"\n"
+    assert findings(source) == []
+    source = (
+        "x = f\"UPDATE jobs SET status = 'failed', change_actor = '{a}'"
+        " WHERE status = 'running'\"\n"
+    )
     assert findings(source) == []

@@ -472,13 +472,13 @@ class _Run:
         bases = [ast.unparse(b) for b in node.bases]
         members: Values = []
         for statement in node.body:
-            target: ast.expr | None = None
-            value: ast.expr | None = None
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 target, value = statement.targets[0], statement.value
-            elif isinstance(statement, ast.AnnAssign):
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
                 target, value = statement.target, statement.value
-            if not isinstance(target, ast.Name) or value is None:
+            else:
+                continue
+            if not isinstance(target, ast.Name):
                 continue
             if (
                 isinstance(value, ast.Call)
@@ -488,7 +488,7 @@ class _Run:
                 members.append((target.id.lower(), statement.lineno))
             elif isinstance(value, ast.Constant) and isinstance(value.value, str):
                 members.append((value.value, statement.lineno))
-        is_enum = any(_ENUM_BASE.fullmatch(b.rsplit(".", 1)[-1]) for b in bases)
+        is_enum = any(_ENUM_BASE.fullmatch(b.rpartition(".")[2]) for b in bases)
         strict = is_enum or bool(STATES_NAME.fullmatch(node.name.lower()))
         bad = set(self.lexicon.invented([w for w, _ in members], strict=strict))
         kind = "the enum" if is_enum else "the class"
@@ -562,15 +562,16 @@ class _Run:
 
     def _states_assignment(self, node: ast.stmt) -> bool:
         """A module-level STATES: the fixture's states, listed or derived (states.py)."""
-        target: ast.expr | None = None
-        value: ast.expr | None = None
+        target: ast.expr | None
         if isinstance(node, ast.Assign):
             target = next(
                 (t for t in node.targets if isinstance(t, ast.Name) and t.id == "STATES"), None
             )
-            value = node.value
+            value: ast.expr | None = node.value
         elif isinstance(node, ast.AnnAssign | ast.AugAssign):
             target, value = node.target, node.value
+        else:
+            return False
         if not (isinstance(target, ast.Name) and target.id == "STATES") or value is None:
             return False
         self.facts.states_defined = True
