@@ -133,6 +133,13 @@ def test_a_statement_is_read_by_all_its_lines_and_its_decorators() -> None:
     assert handlers(source) == [("notify_slack", 7)]
 
 
+def test_a_word_found_twice_on_a_line_is_one_finding() -> None:
+    assert findings('status = "held"\nok = job.status == "held" or job.state == "held"\n') == [
+        (1, *unknown("held", "assigned to a status")),
+        (2, *unknown("held", COMPARED)),
+    ]
+
+
 def test_a_statement_on_a_last_line_without_a_line_break_is_read() -> None:
     text = 'import os\nok = job.status == "held"'
     facts = PythonRules(Lexicon.of(GRAPH)).check(ast.parse(text), text)
@@ -533,13 +540,13 @@ def test_a_collection_is_found_where_its_first_word_is() -> None:
 def test_growing_the_fixtures_states_names_every_word_added() -> None:
     source = """
         TERMINAL.add("queued")
-        STATES.extend(["queued", "held"], "more")
+        STATES.extend(["queued", "blocked"], "more")
         STATES.count("held")
         states_of(job).append("held")
         graph.states[1:].insert(0, "held")
         """
     assert findings(source) == [
-        (2, *invented("the fixture's states, extended,", "held")),
+        (2, *invented("the fixture's states, extended,", "blocked")),
         (2, *invented("the fixture's states, extended,", "more")),
         (5, *invented("the fixture's states, extended,", "held")),
     ]
@@ -547,11 +554,12 @@ def test_growing_the_fixtures_states_names_every_word_added() -> None:
 
 def test_a_json_schema_enum_is_a_list_under_the_enum_key() -> None:
     source = """
-        A = {"enum": ["queued", "held"]}
+        A = {"enum": ["queued", "blocked"]}
         B = {"enum": "held"}
         C = {"ENUM": ["queued", "csv"]}
+        D = {"shown": ["queued", "csv"]}
         """
-    assert findings(source) == [(1, *invented("a JSON Schema enum", "held"))]
+    assert findings(source) == [(1, *invented("a JSON Schema enum", "blocked"))]
 
 
 def test_a_table_keyed_by_side_effects_names_each_other_key_on_its_line() -> None:
@@ -580,10 +588,16 @@ def test_a_states_named_collection_refuses_every_other_word() -> None:
             "queued",
             "json",
         )
+        WAITING_STATES = ["queued", "blocked"]
+        SHOWN_STATES: tuple[
+            str, ...
+        ] = ("queued", "xml")
         """
     assert findings(source) == [
         (1, *invented("ACTIVE_STATES", "csv")),
         (3, *invented("ALL_STATUSES", "json")),
+        (7, *invented("WAITING_STATES", "blocked")),
+        (10, *invented("SHOWN_STATES", "xml")),
     ]
 
 
@@ -814,6 +828,18 @@ def test_a_string_after_other_characters_on_its_first_line_keeps_its_lines() -> 
         (2, *unknown("held", "in SQL")),
         (4, *unknown("stalled", "in SQL")),
     ]
+
+
+def test_a_word_in_an_fstring_over_several_lines_is_found_on_a_line_of_it() -> None:
+    """Where the parts of a string cannot be read from its tokens, its line breaks say where a
+    word is, never past the string's last line."""
+    source = """
+        log.info(
+            f"{a}\\n\\n\\n\\n"
+            "job status=held"
+        )
+        """
+    assert findings(source) == [(3, *unknown("held", "as status= in text"))]
 
 
 def test_an_empty_string_or_another_constant_holds_no_word() -> None:

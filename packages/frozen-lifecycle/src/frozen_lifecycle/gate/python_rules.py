@@ -149,7 +149,7 @@ class _Run:
         self.text = text
         self.triggers = rules.triggers
         self._line_starts: list[int] | None = None
-        self._lowered = ""
+        self._lowered: str  # the text lower-cased, with the line starts
         self.lexicon = rules.lexicon
         self.vocabulary = rules.vocabulary
         self.sql = rules.sql
@@ -306,8 +306,8 @@ class _Run:
     def joined_str(self, node: ast.JoinedStr) -> None:
         parts = []
         for part in node.values:
-            if isinstance(part, ast.Constant) and isinstance(part.value, str):
-                parts.append(part.value)
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
                 self.sql_done.add(id(part))
             else:
                 parts.append("\0")
@@ -358,7 +358,7 @@ class _Run:
                 self.status_values(value, "assigned to a status")
             elif isinstance(target, ast.Name) and STATES_NAME.fullmatch(target.id):
                 words = [word for word, _ in _literal_values(value)]
-                line = getattr(value, "lineno", node.lineno)
+                line = value.lineno
                 bad = self.lexicon.invented(words, strict=True)
                 self.hits(invented_hits(line, bad, target.id))
                 self._consume(value)
@@ -383,7 +383,7 @@ class _Run:
                 self.status_values(node.args[index], "a transition target")
         if name in ("apply_transition", "check_transition"):
             self._transition(node, name)
-        elif {k.arg for k in node.keywords} & {"from_status", "to_status", "actor"}:
+        else:
             self._move_keywords(node)
         if _CREATE_CALL.fullmatch(name):
             self._created(node)
@@ -452,8 +452,7 @@ class _Run:
     def subscript(self, node: ast.Subscript) -> None:
         if _call_name(node.value) != "Literal":
             return
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        words = [w for item in items for w in _literal_values(item)]
+        words = _literal_values(node.slice)
         bad = self.lexicon.invented([w for w, _ in words], strict=True)
         self.hits(invented_hits(node.lineno, bad, "a Literal type"))
         if isinstance(node.slice, ast.Tuple):
