@@ -261,7 +261,7 @@ class _Run:
         decorators: list[ast.expr] = getattr(node, "decorator_list", [])
         first = min(line, *(d.lineno for d in decorators)) if decorators else line
         last: int = getattr(node, "end_lineno", None) or line
-        begin = starts[first - 1] if first <= len(starts) else len(self.text)
+        begin = starts[first - 1]
         end = starts[last] if last < len(starts) else len(self.text)
         return self.triggers.search(self._lowered, begin, end) is not None
 
