@@ -806,6 +806,19 @@ def test_a_string_over_several_lines_names_the_line_of_each_word() -> None:
         call(
             "SELECT 1; "
             "UPDATE jobs SET status = 'aborted';", "a", "b")
+        Y = (
+            "a\\n"
+            """job status=expired
+        more"""
+        )
+        Z = (
+            r"\\n "
+            "status=archived"
+        )
+        W = (
+            "a\\n\\nstatus=killed "
+            "b"
+        )
         '''
     assert findings(source) == [
         (3, *unknown("held", "as status= in text")),
@@ -813,6 +826,9 @@ def test_a_string_over_several_lines_names_the_line_of_each_word() -> None:
         (9, *unknown("paused", "as status= in text")),
         (13, *unknown("blocked", "in SQL")),
         (16, *unknown("aborted", "in SQL")),
+        (19, *unknown("expired", "as status= in text")),
+        (24, *unknown("archived", "as status= in text")),
+        (27, *unknown("killed", "as status= in text")),
     ]
 
 

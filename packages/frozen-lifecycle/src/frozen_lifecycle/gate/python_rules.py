@@ -721,10 +721,10 @@ def _string_parts(text: str, node: ast.Constant, length: int) -> list[tuple[int,
     source = text.split("\n")[node.lineno - 1 : node.end_lineno]
     if not source:
         return []
-    # The column counts UTF-8 bytes. In parentheses, so that indentation and comments between
-    # the parts are no matter.
+    # The column counts UTF-8 bytes. In an open parenthesis, so that indentation and comments
+    # between the parts are no matter (the tokens are read only as far as the string goes).
     first = source[0].encode()[node.col_offset :].decode()
-    snippet = "(" + "\n".join([first, *source[1:]]) + "\n)"
+    snippet = "(" + "\n".join([first, *source[1:]])
     parts: list[tuple[int, int, int]] = []
     offset = 0
     try:
