@@ -179,29 +179,32 @@ def test_a_tree_without_its_text_is_read_whole() -> None:
 
 
 def test_a_status_is_known_by_its_name_key_or_attribute_through_the_calls_that_keep_it() -> None:
+    """Each line names `status_row`, so that each is read."""
     source = """
         ok = job.status.value == "held"
         ok = job.state.name == "held"
         ok = job.status.label == "held"
         ok = job.get("state") == "held"
-        ok = job.get("kind") == "held"
-        ok = job.get() == "held"
-        ok = job.get(key) == "held"
-        ok = row[key] == "held"
-        ok = row["kind"] == "held"
+        ok = status_row.get("kind") == "held"
+        ok = status_row.get() == "held"
+        ok = status_row.get(key) == "held"
+        ok = status_row[key] == "held"
+        ok = status_row["kind"] == "held"
         ok = getattr(job, "state") == "held"
-        ok = getattr(job, "kind") == "held"
-        ok = getattr(job) == "held"
-        ok = getattr(job, name) == "held"
+        ok = getattr(status_row, "kind") == "held"
+        ok = getattr(status_row) == "held"
+        ok = getattr(status_row, name) == "held"
         ok = str(job.status, "utf-8") == "held"
-        ok = str(job.kind) == "held"
+        ok = str(status_row.kind) == "held"
         ok = job.status.strip().lower() == "Queued"
         ok = job.status.lower().strip() == "Queued"
         ok = job.status.strip() == "Queued"
-        ok = job.kind.lower() == "held"
+        ok = status_row.kind.lower() == "held"
         ok = job.status.split() == "held"
         ok = status_code() == "held"
         ok = str(status) == "held"
+        ok = status_row.pop("status") == "held"
+        ok = lookup(status_row, "status") == "held"
         """
     assert findings(source) == [
         (1, *unknown("held", COMPARED)),
@@ -219,9 +222,10 @@ def test_words_reach_a_status_through_either_arm_and_through_names_in_calls() ->
         ok = job.status == ("stalled" if fast else "paused")
         ok = job.status == (override or "blocked")
         ok = job.status in frozenset(PARKED)
-        ok = job.status in frozenset(PARKED, "x")
-        ok = job.status in wrap(PARKED)
+        ok = job.status in frozenset(OTHER, "x")
+        ok = job.status in wrap(OTHER)
         ok = job.status == unknown_name
+        OTHER = ("aborted",)
         """
     assert findings(source) == [
         (1, *unknown("held", COMPARED)),
@@ -288,8 +292,20 @@ def test_a_local_is_forgotten_when_given_something_else_and_when_its_function_en
                 return job.status == word
 
             return JobFilter(status=word)
+
+        def again(job):
+            def inner(job):
+                word = "stalled"
+                word = job.other_state()
+                return job.status == word
+
+            result = job.other_state()
+            return job.status == "paused"
         """
-    assert findings(source) == [(3, *unknown("held", COMPARED))]
+    assert findings(source) == [
+        (3, *unknown("held", COMPARED)),
+        (15, *unknown("paused", COMPARED)),
+    ]
 
 
 def test_a_local_hides_the_module_constant_of_its_name() -> None:
@@ -354,6 +370,7 @@ def test_tuples_are_compared_element_wise_only_when_equal_in_length() -> None:
         ok = (job.status, a) == ("blocked",)
         ok = (job.status, a) < ("paused", b)
         ok = (job.phase, job.status) == ("blocked", "queued")
+        ok = (job.status.lower(), x) == ("QUEUED", y)
         """
     assert findings(source) == [
         (1, *unknown("held", COMPARED)),
@@ -367,19 +384,21 @@ def test_tuples_are_compared_element_wise_only_when_equal_in_length() -> None:
 def test_a_status_assigned_keyed_or_passed_is_read() -> None:
     source = """
         job.status = "held"
+        job.status = "Queued"
         row["job_status"] = ("queued", "paused")
         row["kind"] = "held"
         row[key] = "held"
         state = "held"
         f(to_status="stalled", kind="held", **extra)
         payload = {"status": "blocked", 1: "x", **more}
-        first, second = "held", "queued"
+        first_state, second = "held", "queued"
         """
     assert findings(source) == [
         (1, *unknown("held", "assigned to a status")),
-        (2, *unknown("paused", "assigned to a status")),
-        (6, *unknown("stalled", "passed as to_status=")),
-        (7, *unknown("blocked", "keyed as a status")),
+        (2, *unknown("Queued", "assigned to a status")),
+        (3, *unknown("paused", "assigned to a status")),
+        (7, *unknown("stalled", "passed as to_status=")),
+        (8, *unknown("blocked", "keyed as a status")),
     ]
 
 
@@ -427,6 +446,9 @@ def test_a_match_on_a_status_reads_every_value_of_every_case() -> None:
         match job.kind:
             case "held":
                 pass
+        match job.status.lower():
+            case "QUEUED":
+                pass
         """
     assert findings(source) == [
         (2, *unknown("held", "matched as a status")),
@@ -440,6 +462,7 @@ def test_a_match_on_a_status_reads_every_value_of_every_case() -> None:
 def test_a_transition_reads_its_arguments_by_position_or_keyword() -> None:
     source = """
         can_transition("held")
+        apply_transition("job_1", "queued", "user")
         apply_transition(job, "canceled", actor=who)
         check_transition("running", "canceled", ("worker", "user"))
         check_transition("running", "canceled", ("worker",))
@@ -449,9 +472,10 @@ def test_a_transition_reads_its_arguments_by_position_or_keyword() -> None:
         """
     assert findings(source) == [
         (1, *unknown("held", "a transition target")),
-        (4, "wrong-actor", "running -> canceled belongs to actor user, not worker"),
-        (5, "undeclared-edge", "no edge of the fixture leads to queued"),
-        (6, "undeclared-edge", "succeeded -> running is not an edge of the fixture"),
+        (2, "undeclared-edge", "no edge of the fixture leads to queued"),
+        (5, "wrong-actor", "running -> canceled belongs to actor user, not worker"),
+        (6, "undeclared-edge", "no edge of the fixture leads to queued"),
+        (7, "undeclared-edge", "succeeded -> running is not an edge of the fixture"),
     ]
 
 
@@ -632,6 +656,18 @@ def test_an_enum_or_a_class_named_for_states_refuses_every_other_word() -> None:
     ]
 
 
+def test_every_member_of_a_class_is_read_past_what_names_no_member() -> None:
+    source = """
+        class Phase(StrEnum):
+            \"\"\"The phases.\"\"\"
+
+            FIRST, SECOND = "x", "y"
+            QUEUED = "queued"
+            CSV = "csv"
+        """
+    assert findings(source) == [(6, *invented("the enum Phase", "csv"))]
+
+
 def test_auto_names_an_enums_member_only_in_a_str_enum() -> None:
     source = """
         class Phase(Enum):
@@ -749,7 +785,7 @@ def test_handlers_are_gathered_with_their_lines_in_every_form() -> None:
         register_effect()
         HANDLERS.get("not_registered")
         TABLE = {"write_csv_object": a}
-        tables[0].update(later=x)
+        status_tables[0].update(later=x)
         """
     assert handlers(source) == [
         ("write_csv_object", 1),
@@ -860,6 +896,53 @@ def test_a_word_in_an_fstring_over_several_lines_is_found_on_a_line_of_it() -> N
 
 def test_an_empty_string_or_another_constant_holds_no_word() -> None:
     assert findings('ok = job.status == ""\nx = b"retrying"\ny = 0\n') == []
+
+
+def test_sql_in_a_string_is_found_on_the_lines_of_the_module() -> None:
+    source = """
+        import os
+        QUERY = "UPDATE jobs SET status = 'held' WHERE status = 'running'"
+        """
+    assert findings(source) == [(2, *unknown("held", "in SQL"))]
+
+
+def test_a_part_of_a_string_at_the_start_of_its_line_keeps_its_prefix() -> None:
+    source = """
+        V = (
+            "x "
+        r"\\n "
+            "status=expired"
+        )
+        """
+    assert findings(source) == [(4, *unknown("expired", "as status= in text"))]
+
+
+def test_a_word_on_the_first_line_of_an_fstring_over_several_lines_is_found_there() -> None:
+    source = """
+        log.info(
+            f"{a} status=held\\n"
+            "more"
+        )
+        """
+    assert findings(source) == [(2, *unknown("held", "as status= in text"))]
+
+
+def test_the_parts_of_an_fstring_are_not_read_as_sql_alone() -> None:
+    source = (
+        "x = f\"UPDATE jobs SET status = 'failed', change_actor = 'worker' WHERE id = :id{i}"
+        " AND status = 'running'\"\n"
+    )
+    assert findings(source) == []
+
+
+def test_the_fields_read_of_each_kind_of_node_are_worked_out_where_none_are_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(python_rules, "_CHILD_FIELDS", {})
+    assert findings(READ_OR_NOT) == [(2, *unknown("held", COMPARED))]
+    assert findings('match status:\n    case Job(kind="held"):\n        pass\n') == [
+        (2, *unknown("held", "matched as a status"))
+    ]
 
 
 def test_an_fstring_is_read_as_sql_whole_not_part_by_part() -> None:
