@@ -149,7 +149,7 @@ class _Run:
         self.text = text
         self.triggers = rules.triggers
         self._line_starts: list[int] | None = None
-        self._lowered = ""
+        self._lowered: str  # the text lower-cased, with the line starts
         self.lexicon = rules.lexicon
         self.vocabulary = rules.vocabulary
         self.sql = rules.sql
@@ -249,9 +249,10 @@ class _Run:
         if starts is None:
             # Lines as the AST counts them, offsets as in the text: a module with a lone
             # carriage return (a line break too) or a character that lower-cases to two is
-            # read whole.
+            # read whole, and so is a tree checked without its text.
             self._lowered = self.text.lower()
             same = len(self._lowered) == len(self.text) and not _LONE_CR.search(self.text)
+            same = same and bool(self.text)
             starts = _line_starts(self.text) if same else []
             self._line_starts = starts
         if not starts:
@@ -260,7 +261,7 @@ class _Run:
         decorators: list[ast.expr] = getattr(node, "decorator_list", [])
         first = min(line, *(d.lineno for d in decorators)) if decorators else line
         last: int = getattr(node, "end_lineno", None) or line
-        begin = starts[first - 1] if first <= len(starts) else len(self.text)
+        begin = starts[first - 1]
         end = starts[last] if last < len(starts) else len(self.text)
         return self.triggers.search(self._lowered, begin, end) is not None
 
@@ -305,8 +306,8 @@ class _Run:
     def joined_str(self, node: ast.JoinedStr) -> None:
         parts = []
         for part in node.values:
-            if isinstance(part, ast.Constant) and isinstance(part.value, str):
-                parts.append(part.value)
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
                 self.sql_done.add(id(part))
             else:
                 parts.append("\0")
@@ -357,7 +358,7 @@ class _Run:
                 self.status_values(value, "assigned to a status")
             elif isinstance(target, ast.Name) and STATES_NAME.fullmatch(target.id):
                 words = [word for word, _ in _literal_values(value)]
-                line = getattr(value, "lineno", node.lineno)
+                line = value.lineno
                 bad = self.lexicon.invented(words, strict=True)
                 self.hits(invented_hits(line, bad, target.id))
                 self._consume(value)
@@ -382,7 +383,7 @@ class _Run:
                 self.status_values(node.args[index], "a transition target")
         if name in ("apply_transition", "check_transition"):
             self._transition(node, name)
-        elif {k.arg for k in node.keywords} & {"from_status", "to_status", "actor"}:
+        else:
             self._move_keywords(node)
         if _CREATE_CALL.fullmatch(name):
             self._created(node)
@@ -451,8 +452,7 @@ class _Run:
     def subscript(self, node: ast.Subscript) -> None:
         if _call_name(node.value) != "Literal":
             return
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        words = [w for item in items for w in _literal_values(item)]
+        words = _literal_values(node.slice)
         bad = self.lexicon.invented([w for w, _ in words], strict=True)
         self.hits(invented_hits(node.lineno, bad, "a Literal type"))
         if isinstance(node.slice, ast.Tuple):
@@ -471,13 +471,13 @@ class _Run:
         bases = [ast.unparse(b) for b in node.bases]
         members: Values = []
         for statement in node.body:
-            target: ast.expr | None = None
-            value: ast.expr | None = None
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 target, value = statement.targets[0], statement.value
-            elif isinstance(statement, ast.AnnAssign):
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
                 target, value = statement.target, statement.value
-            if not isinstance(target, ast.Name) or value is None:
+            else:
+                continue
+            if not isinstance(target, ast.Name):
                 continue
             if (
                 isinstance(value, ast.Call)
@@ -487,7 +487,7 @@ class _Run:
                 members.append((target.id.lower(), statement.lineno))
             elif isinstance(value, ast.Constant) and isinstance(value.value, str):
                 members.append((value.value, statement.lineno))
-        is_enum = any(_ENUM_BASE.fullmatch(b.rsplit(".", 1)[-1]) for b in bases)
+        is_enum = any(_ENUM_BASE.fullmatch(b.rpartition(".")[2]) for b in bases)
         strict = is_enum or bool(STATES_NAME.fullmatch(node.name.lower()))
         bad = set(self.lexicon.invented([w for w, _ in members], strict=strict))
         kind = "the enum" if is_enum else "the class"
@@ -561,15 +561,16 @@ class _Run:
 
     def _states_assignment(self, node: ast.stmt) -> bool:
         """A module-level STATES: the fixture's states, listed or derived (states.py)."""
-        target: ast.expr | None = None
-        value: ast.expr | None = None
+        target: ast.expr | None
         if isinstance(node, ast.Assign):
             target = next(
                 (t for t in node.targets if isinstance(t, ast.Name) and t.id == "STATES"), None
             )
-            value = node.value
+            value: ast.expr | None = node.value
         elif isinstance(node, ast.AnnAssign | ast.AugAssign):
             target, value = node.target, node.value
+        else:
+            return False
         if not (isinstance(target, ast.Name) and target.id == "STATES") or value is None:
             return False
         self.facts.states_defined = True
@@ -702,26 +703,8 @@ class _LazyLines:
 def _string_lines(text: str, node: ast.Constant) -> LineOf:
     value = str(node.value)
     end_line = node.end_lineno or node.lineno
-    source = text.split("\n")[node.lineno - 1 : end_line]
-    parts: list[tuple[int, int, int]] = []  # (offset in the value, first line, last line)
-    if source:
-        # In parentheses, so that indentation and comments between the parts are no matter.
-        snippet = "(" + "\n".join([source[0][node.col_offset :], *source[1:]]) + "\n)"
-        offset = 0
-        try:
-            for token in tokenize.generate_tokens(io.StringIO(snippet).readline):
-                if token.type != tokenize.STRING:
-                    continue
-                piece = ast.literal_eval(token.string)
-                if not isinstance(piece, str):
-                    break
-                parts.append(
-                    (offset, node.lineno + token.start[0] - 1, node.lineno + token.end[0] - 1)
-                )
-                offset += len(piece)
-        except (tokenize.TokenError, SyntaxError, ValueError):
-            parts = []
-    if not parts or parts[-1][0] > len(value):
+    parts = _string_parts(text, node, len(value))
+    if not parts:
         fallback = lines_of(value, node.lineno)
         return lambda offset: min(fallback(offset), end_line)
 
@@ -730,6 +713,31 @@ def _string_lines(text: str, node: ast.Constant) -> LineOf:
         return min(first + value.count("\n", start, offset), last)
 
     return line_of
+
+
+def _string_parts(text: str, node: ast.Constant, length: int) -> list[tuple[int, int, int]]:
+    """(offset in the value, first line, last line) of each literal a string constant is
+    written as, read from its tokens; none when its text does not spell the value."""
+    source = text.split("\n")[node.lineno - 1 : node.end_lineno]
+    if not source:
+        return []
+    # The column counts UTF-8 bytes. In an open parenthesis, so that indentation and comments
+    # between the parts are no matter (the tokens are read only as far as the string goes).
+    first = source[0].encode()[node.col_offset :].decode()
+    snippet = "(" + "\n".join([first, *source[1:]])
+    parts: list[tuple[int, int, int]] = []
+    offset = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(snippet).readline):
+            if token.type != tokenize.STRING:
+                continue
+            parts.append((offset, node.lineno + token.start[0] - 1, node.lineno + token.end[0] - 1))
+            offset += len(ast.literal_eval(token.string))
+            if offset == length:
+                return parts  # the string is whole: what follows on its last line is not of it
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return []
+    return []
 
 
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
