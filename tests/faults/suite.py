@@ -903,7 +903,8 @@ def run_plans(
         thread.join()
     if unavailable.is_set() and not results:
         return None
-    if directory is None and not keep and all(not r.violations for r in results):
+    # Runs with a violation or an odd exit kept their logs: so does their folder.
+    if directory is None and not keep and all(not (r.violations or r.odd) for r in results):
         shutil.rmtree(base, ignore_errors=True)
     return sorted(results, key=lambda r: r.plan.index)
 
