@@ -459,3 +459,21 @@ def test_every_iana_time_zone_has_the_documented_shape() -> None:
 
     assert all(re.fullmatch(TIME_ZONE_PATTERN, zone) for zone in available_timezones())
     assert not re.fullmatch(TIME_ZONE_PATTERN, "../etc/passwd")
+
+
+@pytest.mark.parametrize(
+    ("day", "zone", "last_moment"),
+    [
+        # Berlin in winter (UTC+1): the day ends at 22:59:59.999 UTC.
+        (date(2026, 3, 28), "Europe/Berlin", datetime(2026, 3, 28, 22, 59, 59, 999000, UTC)),
+        # The day the clocks go forward: the next day starts at 00:00 CEST, 22:00 UTC.
+        (date(2026, 3, 29), "Europe/Berlin", datetime(2026, 3, 29, 21, 59, 59, 999000, UTC)),
+        # The last day of a month and of a year roll over into the next.
+        (date(2026, 12, 31), "UTC", datetime(2026, 12, 31, 23, 59, 59, 999000, UTC)),
+        (date(2026, 2, 28), "Asia/Kolkata", datetime(2026, 2, 28, 18, 29, 59, 999000, UTC)),
+    ],
+)
+def test_end_of_day_is_a_millisecond_before_the_next_local_day(
+    day: date, zone: str, last_moment: datetime
+) -> None:
+    assert schedules.end_of_day(day, ZoneInfo(zone)) == last_moment
