@@ -6,7 +6,6 @@ Each case is a snippet and the (line, code) pairs the rules must report for it, 
 from __future__ import annotations
 
 import ast
-import textwrap
 
 import pytest
 
@@ -18,28 +17,12 @@ from frozen_lifecycle.gate.lexicon import (
     UNDECLARED_EDGE,
     UNKNOWN_STATUS,
     WRONG_ACTOR,
-    Lexicon,
 )
 from frozen_lifecycle.gate.python_rules import EFFECT_HANDLERS, PythonRules
 from frozen_lifecycle.gate.sources import JSON, MARKDOWN, SCRIPT, SQL, TEMPLATE, TEXT, YAML
 from frozen_lifecycle.gate.states import STATES_DRIFT
 from frozen_lifecycle.gate.text_rules import TextRules
-from frozen_lifecycle.graph import load_graph
-from tests.conftest import FIXTURE_PATH
-
-LEXICON = Lexicon.of(load_graph(FIXTURE_PATH))
-
-
-def python_hits(source: str) -> list[tuple[int, str]]:
-    text = textwrap.dedent(source).lstrip("\n")
-    facts = PythonRules(LEXICON).check(ast.parse(text), text)
-    return sorted({(hit.line, hit.code) for hit in facts.hits})
-
-
-def text_hits(kind: str, source: str) -> list[tuple[int, str]]:
-    text = textwrap.dedent(source).lstrip("\n")
-    return sorted({(hit.line, hit.code) for hit in TextRules(LEXICON).check(kind, text).hits})
-
+from tests.gate.snippets import LEXICON, python_hits, text_hits
 
 # -- Python: constructs that hold states --------------------------------------------------------
 

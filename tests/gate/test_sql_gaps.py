@@ -20,23 +20,14 @@ from frozen_lifecycle.gate.lexicon import (
     STATES_INVENTED,
     UNDECLARED_EDGE,
     UNKNOWN_STATUS,
-    Lexicon,
 )
 from frozen_lifecycle.gate.python_rules import PythonRules
 from frozen_lifecycle.gate.sources import SCRIPT, SQL
 from frozen_lifecycle.gate.sql import SqlRules
 from frozen_lifecycle.gate.text_rules import TextRules
-from frozen_lifecycle.graph import load_graph
-from tests.conftest import FIXTURE_PATH
+from tests.gate.snippets import LEXICON, python_hits
 
-LEXICON = Lexicon.of(load_graph(FIXTURE_PATH))
 NOT_RUNNING = "a job is created in 'queued', not 'running'"
-
-
-def python_hits(source: str) -> list[tuple[int, str]]:
-    text = textwrap.dedent(source).lstrip("\n")
-    facts = PythonRules(LEXICON).check(ast.parse(text), text)
-    return sorted({(hit.line, hit.code) for hit in facts.hits})
 
 
 def text_findings(kind: str, source: str) -> list[tuple[int, str, str]]:

@@ -71,7 +71,6 @@ _UNION_SELECT = re.compile(r"UNION(?:\s+(?:ALL|DISTINCT))?\s+SELECT\b", re.I)
 _TOP_SELECT = re.compile(_LITERAL + r"|\bSELECT\b|[()]", re.I)
 _QUANTIFIER = re.compile(r"\s*\b(?:ALL|DISTINCT)\b", re.I)
 _ITEM_TOKEN = re.compile(_LITERAL + r"|[(),]")
-_STRING = re.compile(r"'(?:[^']|'')*'")
 _ROW_OPEN = re.compile(r"\s*\(")
 _ROW_COMMA = re.compile(r"\s*,")
 _SET_STATUS = re.compile(r"(?:\w+\.)?\"?status\"?\s*=\s*", re.I)
@@ -330,7 +329,7 @@ def _clause_end(text: str, start: int, pattern: re.Pattern[str] = _CLAUSE_END) -
 
 def _blank_strings(text: str) -> str:
     """The string literals' contents replaced by spaces, so offsets stay those of the text."""
-    return _STRING.sub(lambda m: "'" + " " * (len(m.group(0)) - 2) + "'", text)
+    return _QUOTED.sub(lambda m: "'" + " " * (len(m.group(0)) - 2) + "'", text)
 
 
 def _matching_end(text: str, start: int) -> int:
