@@ -24,6 +24,13 @@ def gate_environ(*paths: Path) -> dict[str, str]:
     return env
 
 
+# In CI every property-based test draws the same examples every run (Hypothesis' own `ci`
+# profile, registered here so that it does not depend on Hypothesis detecting CI itself): the
+# same commit gets the same answer. Hunting with fresh examples is a developer's run.
+if os.environ.get("CI"):
+    settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)
+    settings.load_profile("ci")
+
 # Under ./scripts/mutate the property-based tests draw the same examples every run and have no
 # deadline: a mutant is caught by what a test asserts, never by chance or by a slow trampoline.
 if os.environ.get("REPORTEXPORT_MUTATION"):

@@ -288,7 +288,7 @@ def cmd_effects_given_up(runtime: Runtime, args: argparse.Namespace) -> int:
 def cmd_audit(runtime: Runtime, args: argparse.Namespace) -> int:
     """The operators' audit, newest first."""
     page = runtime.operators.audit(
-        SHELL, operator=args.person, action=args.audit_action, limit=args.limit
+        SHELL, person=args.person, action=args.audit_action, limit=args.limit
     )
     if not page.records:
         print("no operator action is recorded yet")

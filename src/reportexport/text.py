@@ -8,6 +8,12 @@ Both are refused at the door, and anything quoted back in a message is made prin
 
 from __future__ import annotations
 
+# What `unsafe_text` accepts, as patterns for the OpenAPI document. Both mean the same in
+# ECMA-262 (strings of UTF-16 code units, where an emoji is a surrogate pair) and in Python
+# (strings of code points, where JSON's "\\ud83d\\ude00" is one emoji): no NUL, no lone surrogate.
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+STORABLE_PATTERN = "^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$"
+
 
 def unsafe_text(value: str) -> str | None:
     """Why `value` cannot be stored as text, or None when it can."""

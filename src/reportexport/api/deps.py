@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Query, Request
 from fastapi import Path as PathParam
 
 from frozen_lifecycle.graph import Graph
@@ -23,6 +23,7 @@ from reportexport.services.people import PeopleService
 from reportexport.services.schedules import ScheduleService
 from reportexport.services.sessions import SessionService
 from reportexport.services.webhooks import WebhookService
+from reportexport.text import NO_NUL_PATTERN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,3 +91,13 @@ IdempotencyKey = Annotated[
         description="a retried request with the same key returns the job the first one made",
     ),
 ]
+
+
+def text_query(max_length: int, description: str | None = None) -> Any:
+    """A free-text query parameter. The document declares what the service refuses in it (a NUL,
+    which PostgreSQL cannot compare); the service's own check names the parameter when it does."""
+    return Query(
+        max_length=max_length,
+        description=description,
+        json_schema_extra={"pattern": NO_NUL_PATTERN},
+    )

@@ -603,7 +603,7 @@ def audit(request: Request, person: str = "", action: str = "", cursor: str = ""
     try:
         found = parts(request).operators.audit(
             user,
-            operator=filters["person"] or None,
+            person=filters["person"] or None,
             action=filters["action"] or None,
             before=_cursor(cursor),
             limit=PAGE_SIZE,

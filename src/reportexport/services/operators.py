@@ -135,18 +135,18 @@ class OperatorService:
 
     def audit(
         self,
-        person: Person,
+        viewer: Person,
         *,
-        operator: str | None = None,
+        person: str | None = None,
         action: str | None = None,
         object_kind: str | None = None,
         object_id: str | None = None,
         before: int | None = None,
         limit: int = 50,
     ) -> AuditPage:
-        """What operators did, newest first: by whom (`operator`), which action, which object."""
-        _operator(person)
-        for field, value in (("operator", operator), ("object_id", object_id)):
+        """What operators did, newest first: by whom (`person`), which action, which object."""
+        _operator(viewer)
+        for field, value in (("person", person), ("object_id", object_id)):
             _plain(field, value)
         if action and action not in AUDIT_ACTIONS:
             raise InvalidInputError(
@@ -161,7 +161,7 @@ class OperatorService:
         _cursor_and_limit(before, limit)
         return self.audit_log.entries(
             AuditFilter(
-                person=operator or None,
+                person=person or None,
                 action=action or None,
                 object_kind=object_kind or None,
                 object_id=object_id or None,

@@ -8,7 +8,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
-from reportexport.api.deps import CurrentUser, IdempotencyKey, JobIdIn, Parts
+from reportexport.api.deps import CurrentUser, IdempotencyKey, JobIdIn, Parts, text_query
 from reportexport.api.head import is_head
 from reportexport.api.models import (
     CsvSchemaOut,
@@ -120,10 +120,8 @@ def list_exports(
     parts: Parts,
     user: CurrentUser,
     status: JobStatus | None = None,
-    saved_query: Annotated[str | None, Query(max_length=100)] = None,
-    owner: Annotated[
-        str | None, Query(max_length=100, description="operators: one person's jobs")
-    ] = None,
+    saved_query: Annotated[str | None, text_query(100)] = None,
+    owner: Annotated[str | None, text_query(100, "operators: one person's jobs")] = None,
     before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
 ) -> JobPageOut:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from reportexport.api.deps import CurrentUser, Parts
+from reportexport.api.deps import CurrentUser, Parts, text_query
 from reportexport.api.models import AuditEntryOut, AuditPageOut, problems
 from reportexport.records import AuditAction, AuditObject
 from reportexport.services.exports import MAX_ID, MAX_PAGE
@@ -24,10 +24,10 @@ router = APIRouter(responses=problems(405, 503))  # a wrong method; an outage
 def list_audit(
     parts: Parts,
     user: CurrentUser,
-    person: Annotated[str | None, Query(max_length=100, description="one operator's")] = None,
+    person: Annotated[str | None, text_query(100, "one operator's")] = None,
     action: AuditAction | None = None,
     object_kind: AuditObject | None = None,
-    object_id: Annotated[str | None, Query(max_length=200, description="one object's")] = None,
+    object_id: Annotated[str | None, text_query(200, "one object's")] = None,
     before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
 ) -> AuditPageOut:
@@ -35,7 +35,7 @@ def list_audit(
     newest first; each entry was written in the same transaction as its action."""
     page = parts.operators.audit(
         user,
-        operator=person,
+        person=person,
         action=action,
         object_kind=object_kind,
         object_id=object_id,
