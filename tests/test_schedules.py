@@ -281,13 +281,21 @@ def test_the_list_of_zones_is_read_on_first_use_and_kept(monkeypatch: pytest.Mon
     monkeypatch.setattr(schedules, "_ZONES", set())
     assert parse_zone("Europe/Paris") == ZoneInfo("Europe/Paris")
     read = schedules._ZONES
-    assert read == available_timezones()
+    assert read == available_timezones() - {"localtime", "Factory", "posixrules"}
 
     def read_again() -> set[str]:
         raise AssertionError("the list of zones was read a second time")
 
     monkeypatch.setattr(schedules, "available_timezones", read_again)
     assert parse_zone("Asia/Kolkata") == ZoneInfo("Asia/Kolkata")
+
+
+@pytest.mark.parametrize("name", ["localtime", "Factory", "posixrules"])
+def test_files_of_the_zone_folder_that_are_no_iana_zone_are_refused(name: str) -> None:
+    """`localtime` is whatever zone the host has (a schedule would fire at another hour on
+    another machine), `Factory` the zone of a host that has none."""
+    with pytest.raises(ScheduleError, match="is not an IANA time zone"):
+        parse_zone(name)
 
 
 def test_a_listed_zone_the_database_cannot_load_is_refused_with_the_reason(

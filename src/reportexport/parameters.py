@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -70,12 +71,18 @@ class ParamSpec:
         return data
 
 
+# What the sources can bind: a 64-bit integer (BIGINT), a finite double (DOUBLE PRECISION).
+LARGEST_INTEGER = 2**63 - 1
+LARGEST_DOUBLE = sys.float_info.max
+# The days an instant may be written on: a day inside the range of dates, so that it is an
+# instant in UTC whatever its offset.
+FIRST_INSTANT_DAY, LAST_INSTANT_DAY = date(1, 1, 2), date(9999, 12, 30)
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIMESTAMP_TEXT = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
-    r"(?P<offset>[Zz]|[+-][0-9]{2}:[0-9]{2})?"
+    r"(?P<offset>[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"
 )
 BOOLEAN_WORDS = dict.fromkeys(("true", "yes", "on", "1"), True) | dict.fromkeys(
     ("false", "no", "off", "0"), False
@@ -105,7 +112,7 @@ def coerce(spec: ParamSpec, raw: Any, *, from_text: bool = False) -> Any:
                 raise ParameterError(name, "type", f"{quoted(text)} is not a date (YYYY-MM-DD)")
             value = date.fromisoformat(text)
         elif kind == "timestamp":
-            value = _timestamp(name, _text(name, raw, "a timestamp (RFC 3339)"))
+            value = parse_timestamp(name, _text(name, raw, "a timestamp (RFC 3339)"))
         else:
             raise ParameterError(name, "type", f"unknown parameter type {kind!r}")
     except (ValueError, ArithmeticError) as exc:
@@ -222,12 +229,16 @@ def _boolean(name: str, raw: Any, from_text: bool) -> bool:
 
 def _integer(name: str, raw: Any, from_text: bool) -> int:
     if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    if isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if from_text and isinstance(raw, str) and _INTEGER_TEXT.fullmatch(raw.strip()):
-        return int(raw.strip())
-    raise ParameterError(name, "type", f"expected an integer, got {_shown(raw)}")
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif from_text and isinstance(raw, str) and _INTEGER_TEXT.fullmatch(raw.strip()):
+        value = int(raw.strip())
+    else:
+        raise ParameterError(name, "type", f"expected an integer, got {_shown(raw)}")
+    if abs(value) > LARGEST_INTEGER:
+        raise ParameterError(name, "range", "is beyond the range of a 64-bit integer")
+    return value
 
 
 def _number(name: str, raw: Any, from_text: bool) -> Decimal:
@@ -239,19 +250,30 @@ def _number(name: str, raw: Any, from_text: bool) -> Decimal:
         raise ParameterError(name, "type", f"expected a number, got {_shown(raw)}")
     if not value.is_finite():
         raise ParameterError(name, "type", "expected a finite number")
-    if not math.isfinite(float(value)):  # what a source's DOUBLE and a JSON number can carry
-        raise ParameterError(name, "range", f"{value} is beyond the range of a double")
+    if abs(value) > Decimal(LARGEST_DOUBLE):  # exactly: a float would round it into range
+        raise ParameterError(
+            name, "range", f"{_shown_number(value)} is beyond the range of a double"
+        )
     return value
 
 
-def _timestamp(name: str, text: str) -> datetime:
+def parse_timestamp(name: str, text: str) -> datetime:
+    """An RFC 3339 instant with its UTC offset, or ParameterError naming `name`."""
     match = _TIMESTAMP_TEXT.fullmatch(text)
     if match is None:
         raise ParameterError(name, "type", f"{quoted(text)} is not a timestamp (RFC 3339)")
     if match.group("offset") is None:
         example = "as in 2024-03-05T10:00:00Z or +01:00"
         raise ParameterError(name, "offset", f"{quoted(text)} needs a UTC offset, {example}")
-    return datetime.fromisoformat(text.upper())
+    try:
+        value = datetime.fromisoformat(text.upper())
+    except ValueError:  # a day, hour, minute or second the calendar and the clock do not have
+        raise ParameterError(name, "type", f"{quoted(text)} is not a valid timestamp") from None
+    if not FIRST_INSTANT_DAY <= value.date() <= LAST_INSTANT_DAY:
+        raise ParameterError(
+            name, "range", f"{quoted(text)} is not within {FIRST_INSTANT_DAY} to {LAST_INSTANT_DAY}"
+        )
+    return value
 
 
 def _text(name: str, raw: Any, what: str) -> str:
@@ -261,6 +283,11 @@ def _text(name: str, raw: Any, what: str) -> str:
     if problem is not None:
         raise ParameterError(name, "text", f"the value {problem}")
     return raw
+
+
+def _shown_number(value: Decimal) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
 
 
 def _shown(raw: Any) -> str:

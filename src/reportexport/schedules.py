@@ -52,11 +52,18 @@ def parse_zone(name: str) -> ZoneInfo:
 # The shape of every IANA name (Europe/Paris, America/Argentina/Buenos_Aires, Etc/GMT+5, UTC).
 TIME_ZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$"
 RELATIVE_PATTERN = r"^(\d{1,4}) days ago$"
+# A cron expression is printable ASCII, its fields apart by spaces or tabs.
+CRON_PATTERN = r"^[\t -~]*$"
+
+
+# Files of a system's zoneinfo folder that are not IANA time zones: the host's own zone (which
+# differs between machines), and the zone of a host that has none.
+NOT_ZONES = frozenset({"localtime", "Factory", "posixrules"})
 
 
 def _zones() -> set[str]:
     if not _ZONES:
-        _ZONES.update(available_timezones())
+        _ZONES.update(available_timezones() - NOT_ZONES)
     return _ZONES
 
 
@@ -72,6 +79,10 @@ class Cron:
 
     @classmethod
     def parse(cls, expression: str, time_zone: str) -> Cron:
+        if not re.match(CRON_PATTERN, expression):
+            raise ScheduleError(
+                "cron", f"{expression!r} holds a character other than printable ASCII or a tab"
+            )
         text = " ".join(expression.split())
         if len(text.split()) not in (5, 6):
             raise ScheduleError(

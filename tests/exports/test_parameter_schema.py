@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
 import jsonschema
@@ -11,15 +12,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from reportexport.parameter_schema import (
-    DATE,
     END,
-    NO_NUL,
-    TIME,
     between,
     parameter_schema,
     parameters_schema,
 )
 from reportexport.parameters import ParameterError, ParamSpec, validate
+from reportexport.text import STORABLE_PATTERN
 
 digits = st.text("0123456789", min_size=3, max_size=3)
 dates = st.dates().map(lambda d: d.isoformat())
@@ -125,6 +124,27 @@ def test_the_schema_accepts_what_validation_accepts(change: dict[str, Any]) -> N
     assert schema_says is accepted
 
 
+@given(
+    low=st.dates(),
+    high=st.dates(),
+    text=st.from_regex(r"[0-9]{4}-(?:0[0-9]|1[0-3])-(?:[0-2][0-9]|3[0-2])", fullmatch=True),
+)
+@example(low=date(2023, 1, 1), high=date(2025, 1, 1), text="2024-02-29")
+@example(low=date(1, 1, 1), high=date(9999, 12, 31), text="1900-02-29")
+def test_a_date_pattern_matches_exactly_the_dates_in_range(
+    low: date, high: date, text: str
+) -> None:
+    """The calendar decides: a month's length, February 29th in leap years only, no year 0."""
+    spec = ParamSpec(name="d", type="date", min=low.isoformat(), max=high.isoformat())
+    try:
+        real = date.fromisoformat(text)
+    except ValueError:
+        wanted = False
+    else:
+        wanted = low <= real <= high
+    assert bool(re.fullmatch(parameter_schema(spec)["pattern"], text)) is wanted
+
+
 def test_the_object_schema_names_what_is_required() -> None:
     schema = parameters_schema(SPECS)
     assert schema["type"] == "object"
@@ -148,18 +168,20 @@ def test_each_type_has_its_exact_schema() -> None:
     assert parameter_schema(ParamSpec(name="s", type="string")) == {
         "type": "string",
         "minLength": 1,
-        "allOf": [{"pattern": NO_NUL}],
+        "allOf": [{"pattern": STORABLE_PATTERN}],
     }
     assert parameter_schema(ParamSpec(name="s", type="string", min_length=3)) == {
         "type": "string",
         "minLength": 3,
-        "allOf": [{"pattern": NO_NUL}],
+        "allOf": [{"pattern": STORABLE_PATTERN}],
     }
-    assert parameter_schema(ParamSpec(name="d", type="date")) == {
-        "type": "string",
-        "format": "date",
-        "pattern": f"^{DATE}{END}",
-    }
+    day = parameter_schema(ParamSpec(name="d", type="date"))
+    assert (day["type"], day["format"]) == ("string", "date")
+    days = (("2024-02-29", True), ("2023-02-29", False), ("2000-02-29", True),
+            ("1900-02-29", False), ("2024-04-31", False), ("0000-01-01", False),
+            ("0001-01-01", True), ("9999-12-31", True), ("2024-13-01", False))  # fmt: skip
+    for text, exists in days:
+        assert bool(re.fullmatch(day["pattern"], text)) is exists, text
 
 
 def test_an_optional_parameter_also_takes_null_and_the_empty_text() -> None:
@@ -178,7 +200,7 @@ def test_an_optional_parameter_also_takes_null_and_the_empty_text() -> None:
                 "type": "string",
                 "minLength": 0,
                 "maxLength": 3,
-                "allOf": [{"pattern": NO_NUL}, {"pattern": f"^(?:[A-Z]+){END}"}],
+                "allOf": [{"pattern": STORABLE_PATTERN}, {"pattern": f"^(?:[A-Z]+){END}"}],
                 "description": "A code",
             },
             {"type": "null"},
@@ -188,7 +210,12 @@ def test_an_optional_parameter_also_takes_null_and_the_empty_text() -> None:
         "default": "AB",
     }
     required = ParamSpec(name="n", type="integer", description="How many")
-    assert parameter_schema(required) == {"type": "integer", "description": "How many"}
+    assert parameter_schema(required) == {
+        "type": "integer",
+        "minimum": -(2**63 - 1),
+        "maximum": 2**63 - 1,
+        "description": "How many",
+    }
 
 
 def test_a_bounded_timestamp_says_its_exact_bounds() -> None:
@@ -207,11 +234,15 @@ def test_a_bounded_timestamp_says_its_exact_bounds() -> None:
     assert not pattern.fullmatch("2024-01-03T23:59:59Z")
     assert pattern.fullmatch("2024-12-28T10:00:00+14:00")
     assert not pattern.fullmatch("2024-12-29T00:00:00Z")
-    assert parameter_schema(ParamSpec(name="t", type="timestamp")) == {
-        "type": "string",
-        "format": "date-time",
-        "pattern": f"^{DATE}{TIME}{END}",
-    }
+    unbounded = parameter_schema(ParamSpec(name="t", type="timestamp"))
+    assert (unbounded["type"], unbounded["format"]) == ("string", "date-time")
+    instants = (("2024-02-29T23:59:59.5+23:59", True), ("2023-02-29T00:00:00Z", False),
+                ("2024-01-01T24:00:00Z", False), ("2024-01-01T00:00:60Z", False),
+                ("2024-01-01T00:00:00-00:60", False), ("2024-01-01T00:00:00", False),
+                ("0001-01-01T12:00:00Z", False), ("0001-01-02T00:00:00+01:00", True),
+                ("9999-12-31T00:00:00Z", False), ("9999-12-30t00:00:00z", True))  # fmt: skip
+    for text, exists in instants:
+        assert bool(re.fullmatch(unbounded["pattern"], text)) is exists, text
     only_until = parameter_schema(ParamSpec(name="t", type="timestamp", max="2024-12-31T00:00:00Z"))
     assert (
         only_until["description"]

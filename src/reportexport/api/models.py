@@ -4,11 +4,12 @@ typed names (`reportexport.lifecycle`), never retyped: the schema's enums come f
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from reportexport.lifecycle import Actor, Effect, Status
+from reportexport.parameter_schema import INSTANT_PATTERN
 from reportexport.records import AuditAction, AuditObject
 
 if TYPE_CHECKING:
@@ -229,6 +230,9 @@ class JobDetailOut(BaseModel):
         )
 
 
+INSTANT = {"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN}
+
+
 class ScheduleIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -249,7 +253,17 @@ class ScheduleIn(BaseModel):
     time_zone: str = Field(
         min_length=1, max_length=64, description="an IANA time zone", examples=["Europe/Paris"]
     )
-    ends_at: datetime | None = Field(default=None, description="no firing after this moment")
+    ends_at: (
+        Annotated[
+            str,
+            WithJsonSchema({"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN}),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="no firing after this moment: an RFC 3339 date-time with its UTC offset, "
+        "in the future",
+    )
 
 
 class NextTimeOut(BaseModel):

@@ -15,7 +15,12 @@ from fastapi.openapi.utils import get_openapi
 
 from reportexport.api.deps import AppParts
 from reportexport.parameter_schema import parameters_schema
-from reportexport.schedules import RELATIVE_DATES, RELATIVE_PATTERN, TIME_ZONE_PATTERN
+from reportexport.schedules import (
+    CRON_PATTERN,
+    RELATIVE_DATES,
+    RELATIVE_PATTERN,
+    TIME_ZONE_PATTERN,
+)
 from reportexport.webhooks.ssrf import webhook_url_pattern
 
 
@@ -77,6 +82,7 @@ def _schedule_schema(generated: dict[str, Any], queries: list[Any]) -> dict[str,
         if name not in ("saved_query", "parameters")
     }
     common["time_zone"] = {**common["time_zone"], "pattern": TIME_ZONE_PATTERN}
+    common["cron"] = {**common["cron"], "pattern": CRON_PATTERN}
     relative = {
         "type": "object",
         "properties": {

@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from reportexport.catalog import Catalog, SavedQuery
-from reportexport.parameters import InvalidParametersError, ParameterError, coerce
+from reportexport.parameters import InvalidParametersError, ParameterError, coerce, parse_timestamp
 from reportexport.records import Firing, Schedule
 from reportexport.schedules import Cron, ScheduleError, end_of_day, is_relative, resolve
 from reportexport.services.errors import (
@@ -106,7 +106,7 @@ class ScheduleService:
         *,
         cron: str,
         time_zone: str,
-        ends_at: datetime | None = None,
+        ends_at: datetime | str | None = None,
         last_day: date | None = None,
         from_text: bool = False,
         every_problem: bool = False,
@@ -114,13 +114,16 @@ class ScheduleService:
         """A schedule of `saved_query` owned by `person`; its parameters are checked now as a
         firing would resolve them.
 
-        `last_day` ends it after that local day in its time zone (instead of `ends_at`).
+        `ends_at` may be RFC 3339 text (JSON, the command line); `last_day` ends it after that
+        local day in its time zone (instead of `ends_at`).
         `from_text` takes parameter values as text (a form), a relative one as
         `{"relative": word}`; with `every_problem`, InvalidParametersError names every
         parameter that is wrong.
         """
         now = self.clock()
         parsed = _cron(cron, time_zone)
+        if isinstance(ends_at, str):
+            ends_at = _instant("ends_at", ends_at)
         query = self.catalog.queries.get(saved_query)
         if query is None:
             raise InvalidInputError(
@@ -438,6 +441,13 @@ def _json_value(value: Any) -> Any:
 
 def _made(created: Created | None) -> bool:
     return created is not None and created.created
+
+
+def _instant(field: str, text: str) -> datetime:
+    try:
+        return parse_timestamp(field, text)
+    except ParameterError as exc:
+        raise InvalidInputError(field, exc.rule, f"{field}: {exc.message}") from None
 
 
 def _cron(expression: str, time_zone: str) -> Cron:
