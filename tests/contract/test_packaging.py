@@ -15,9 +15,9 @@ from tests.conftest import FIXTURE_PATH, REPO_ROOT
 
 def test_the_wheel_carries_the_fixture_byte_for_byte(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(tmp_path), str(REPO_ROOT)],
-        check=True,
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+         str(REPO_ROOT)],
+        check=True, capture_output=True,
     )  # fmt: skip
     (wheel,) = tmp_path.glob("reportexport-*.whl")
     with zipfile.ZipFile(wheel) as archive:
