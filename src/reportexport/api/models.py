@@ -253,13 +253,7 @@ class ScheduleIn(BaseModel):
     time_zone: str = Field(
         min_length=1, max_length=64, description="an IANA time zone", examples=["Europe/Paris"]
     )
-    ends_at: (
-        Annotated[
-            str,
-            WithJsonSchema({"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN}),
-        ]
-        | None
-    ) = Field(
+    ends_at: Annotated[str, WithJsonSchema(INSTANT)] | None = Field(
         default=None,
         description="no firing after this moment: an RFC 3339 date-time with its UTC offset, "
         "in the future",
