@@ -30,7 +30,7 @@ from reportexport.text import STORABLE_PATTERN
 # End of text in both ECMA-262 and Python regexes ($ also matches before a final newline).
 END = "(?![\\s\\S])"
 HOUR = "(?:[01][0-9]|2[0-3])"
-TIME = f"[Tt ]{HOUR}:[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:[Zz]|[+-]{HOUR}:[0-5][0-9])"
+TIME = f"[Tt]{HOUR}:[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:[Zz]|[+-]{HOUR}:[0-5][0-9])"
 OFFSET_SLACK = timedelta(days=3)
 # Every month and day of a year that is not a leap year.
 MONTH_DAYS = (

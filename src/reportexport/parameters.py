@@ -112,7 +112,8 @@ def coerce(spec: ParamSpec, raw: Any, *, from_text: bool = False) -> Any:
                 raise ParameterError(name, "type", f"{quoted(text)} is not a date (YYYY-MM-DD)")
             value = date.fromisoformat(text)
         elif kind == "timestamp":
-            value = parse_timestamp(name, _text(name, raw, "a timestamp (RFC 3339)"))
+            text = _text(name, raw, "a timestamp (RFC 3339)")
+            value = parse_timestamp(name, text, from_text=from_text)
         else:
             raise ParameterError(name, "type", f"unknown parameter type {kind!r}")
     except (ValueError, ArithmeticError) as exc:
@@ -257,11 +258,18 @@ def _number(name: str, raw: Any, from_text: bool) -> Decimal:
     return value
 
 
-def parse_timestamp(name: str, text: str) -> datetime:
-    """An RFC 3339 instant with its UTC offset, or ParameterError naming `name`."""
+def parse_timestamp(name: str, text: str, *, from_text: bool = False) -> datetime:
+    """An RFC 3339 instant with its UTC offset, or ParameterError naming `name`. JSON carries
+    RFC 3339's own form (its `date-time`: a T between the date and the time); text typed in a
+    form or on a command line may have a space there instead (`from_text`)."""
     match = _TIMESTAMP_TEXT.fullmatch(text)
     if match is None:
         raise ParameterError(name, "type", f"{quoted(text)} is not a timestamp (RFC 3339)")
+    if not from_text and text[10] == " ":
+        raise ParameterError(
+            name, "type", f"{quoted(text)} is not an RFC 3339 timestamp: a T goes between the "
+            "date and the time"
+        )  # fmt: skip
     if match.group("offset") is None:
         example = "as in 2024-03-05T10:00:00Z or +01:00"
         raise ParameterError(name, "offset", f"{quoted(text)} needs a UTC offset, {example}")

@@ -240,7 +240,8 @@ def test_a_bounded_timestamp_says_its_exact_bounds() -> None:
                 ("2024-01-01T24:00:00Z", False), ("2024-01-01T00:00:60Z", False),
                 ("2024-01-01T00:00:00-00:60", False), ("2024-01-01T00:00:00", False),
                 ("0001-01-01T12:00:00Z", False), ("0001-01-02T00:00:00+01:00", True),
-                ("9999-12-31T00:00:00Z", False), ("9999-12-30t00:00:00z", True))  # fmt: skip
+                ("9999-12-31T00:00:00Z", False), ("9999-12-30t00:00:00z", True),
+                ("2024-01-01 00:00:00Z", False))  # fmt: skip
     for text, exists in instants:
         assert bool(re.fullmatch(unbounded["pattern"], text)) is exists, text
     only_until = parameter_schema(ParamSpec(name="t", type="timestamp", max="2024-12-31T00:00:00Z"))
