@@ -25,7 +25,7 @@ from reportexport.parameters import (
     ParamSpec,
     coerce,
 )
-from reportexport.text import STORABLE_PATTERN
+from reportexport.text import STORABLE_PATTERNS
 
 # End of text in both ECMA-262 and Python regexes ($ also matches before a final newline).
 END = "(?![\\s\\S])"
@@ -82,7 +82,7 @@ def _value_schema(spec: ParamSpec) -> dict[str, Any]:
             schema["minLength"] = max(1, spec.min_length or 0)
         if spec.max_length is not None:
             schema["maxLength"] = spec.max_length
-        patterns = [{"pattern": STORABLE_PATTERN}]
+        patterns = [{"pattern": pattern} for pattern in STORABLE_PATTERNS]
         if spec.pattern is not None:
             patterns.append({"pattern": f"^(?:{spec.pattern}){END}"})
         return {**schema, "allOf": patterns}
