@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
-from conftest import STARTER_FIXTURE, TOOLKIT_SRC
+import pytest
+
+from conftest import STARTER_FIXTURE, TOOLKIT_ROOT, TOOLKIT_SRC
+from frozen_lifecycle import __version__
 
 
 def test_the_wheel_carries_the_package_its_data_and_no_dependency(toolkit_wheel: Path) -> None:
@@ -44,7 +49,16 @@ def test_the_sdist_builds_the_same_wheel_on_its_own(toolkit_dist: Path, tmp_path
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
         archive.extractall(tmp_path, filter="data")
-    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "tests/conftest.py"):
+    for name in (
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "tests/conftest.py",
+        "tests/gate/snippets.py",
+        "tests/gate/test_rules.py",
+        "tests/repositories/shop/src/shop/worker.py",
+        "tests/repositories/case-study/src/job-status.js",
+    ):
         assert name in names, name
     assert "src/frozen_lifecycle/job-status-graph.schema.json" in names
     source = tmp_path / "frozen_lifecycle-0.1.0"
@@ -62,3 +76,31 @@ def test_the_sdist_builds_the_same_wheel_on_its_own(toolkit_dist: Path, tmp_path
     (original,) = toolkit_dist.glob("*.whl")
     with zipfile.ZipFile(rebuilt) as one, zipfile.ZipFile(original) as other:
         assert sorted(one.namelist()) == sorted(other.namelist())
+
+
+def test_the_distributions_pass_twines_check(toolkit_dist: Path) -> None:
+    """What the package index checks before it takes an upload: the metadata, and the README
+    as the long description (rendered as Markdown)."""
+    if importlib.util.find_spec("twine") is None:
+        pytest.skip("twine is not installed")
+    distributions = sorted(str(p) for p in toolkit_dist.iterdir())
+    done = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *distributions],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASSED") == 2, done.stdout
+
+
+def test_the_version_is_one_and_the_changelog_names_it(toolkit_wheel: Path) -> None:
+    with zipfile.ZipFile(toolkit_wheel) as wheel:
+        info = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = wheel.read(info).decode()
+    assert f"Version: {__version__}\n" in metadata
+    changelog = (TOOLKIT_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"^## \[([^\]]+)\] - (\S+)$", changelog, re.M)
+    assert releases[0][0] == __version__, "the changelog's newest section is this version"
+    assert releases[0][1] == "unreleased" or re.fullmatch(r"\d{4}-\d{2}-\d{2}", releases[0][1])

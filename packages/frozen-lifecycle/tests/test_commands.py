@@ -115,20 +115,48 @@ def test_init_writes_the_fixture_the_tests_and_the_workflow(
     root.mkdir()
     assert main(["init", "--root", str(root), "--language", "python"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[:3] == [
+    assert out.splitlines()[:5] == [
         "wrote contracts/job-status-graph.json",
         "wrote tests/test_job_status_graph.py",
         "wrote .github/workflows/frozen-lifecycle.yml",
+        "wrote .pre-commit-config.yaml",
+        "wrote .frozen-lifecycle",
     ]
     assert "  commit contracts/job-status-graph.json on its own first: " in out
     assert "write src/job_status.py: it exports STATES, can_transition and apply_transition" in out
     fixture = root / "contracts" / "job-status-graph.json"
     assert fixture.read_bytes() == starter_fixture.read_bytes()
     workflow = (root / ".github" / "workflows" / "frozen-lifecycle.yml").read_text()
-    assert f"pip install frozen-lifecycle=={__version__} pytest\n" in workflow
-    assert "frozen-lifecycle gate --format github --commits ..HEAD\n" in workflow
-    assert "python -m pytest -q tests/test_job_status_graph.py\n" in workflow
+    # Not published yet: CI runs the copy init wrote, with nothing installed but pytest.
+    assert "pip install frozen-lifecycle" not in workflow
+    assert "      - run: python -m pip install pytest\n" in workflow
+    gate = "PYTHONPATH=.frozen-lifecycle python3 -S -m frozen_lifecycle gate"
+    assert f"        run: {gate} --format github --commits ..HEAD\n" in workflow
+    tests = (
+        "python -m pytest -q --noconftest -c /dev/null --rootdir . tests/test_job_status_graph.py"
+    )
+    assert f"        run: {tests}\n" in workflow
+    hook = (root / ".pre-commit-config.yaml").read_text()
+    assert f"        entry: env {gate}\n" in hook
+    copied = root / ".frozen-lifecycle"
+    assert (copied / "VERSION").read_text() == f"{__version__}\n"
+    assert (copied / "frozen_lifecycle" / "gate" / "__init__.py").is_file()
+    assert not list(copied.rglob("__pycache__"))
     compile((root / "tests" / "test_job_status_graph.py").read_text(), "tests.py", "exec")
+
+
+def test_init_from_the_package_index_once_it_is_published(tmp_path: Path) -> None:
+    assert (
+        main(["init", "--root", str(tmp_path), "--language", "python", "--install", "index"]) == 0
+    )
+    workflow = (tmp_path / ".github" / "workflows" / "frozen-lifecycle.yml").read_text()
+    assert f"pip install frozen-lifecycle=={__version__} pytest\n" in workflow
+    assert "        run: frozen-lifecycle gate --format github --commits ..HEAD\n" in workflow
+    assert (
+        "        entry: frozen-lifecycle gate\n"
+        in (tmp_path / ".pre-commit-config.yaml").read_text()
+    )
+    assert not (tmp_path / ".frozen-lifecycle").exists()
 
 
 def test_init_keeps_what_exists_and_forces_only_when_told(

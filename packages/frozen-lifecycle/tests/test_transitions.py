@@ -106,7 +106,8 @@ def test_another_fixture_gets_its_own_answers(
 def test_plain_tables_make_the_same_lifecycle(starter_fixture: Path) -> None:
     graph = load_graph(starter_fixture)
     edges = [(e.from_status, e.to_status, e.actor) for e in graph.transitions]
-    assert Lifecycle.from_edges(graph.states, graph.terminal, edges) == Lifecycle.of(graph)
+    tables = Lifecycle.from_edges(graph.states, graph.terminal, edges, initial=graph.initial)
+    assert tables == Lifecycle.of(graph)
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,15 @@ from typing import Any
 from frozen_lifecycle import __version__, gate, generated
 from frozen_lifecycle.gate.config import Config, ConfigError, load_config
 from frozen_lifecycle.graph import DEFAULT_FIXTURE, GRAPH_ENV, Graph, InvalidGraphError, load_graph
-from frozen_lifecycle.init import LANGUAGES, InitError, Layout, init, next_steps
+from frozen_lifecycle.init import (
+    DEFAULT_INSTALL,
+    INSTALLS,
+    LANGUAGES,
+    InitError,
+    Layout,
+    init,
+    next_steps,
+)
 from frozen_lifecycle.provenance import Provenance
 from frozen_lifecycle.render import RENDERERS
 from frozen_lifecycle.sql import DIALECTS, guards_sql, tables_sql
@@ -91,6 +99,21 @@ def add_commands(
             "in Python a dotted name imports an installed module instead)",
         )
         init_cmd.add_argument("--tests", metavar="PATH", help="where the contract tests go")
+        init_cmd.add_argument(
+            "--from",
+            dest="draft_from",
+            metavar="PATH:NAME",
+            help="draft the fixture's states from what holds them: a Python enum or Literal "
+            "(jobs.py:Status), a SQL enum type or a table's CHECK (schema.sql:jobs); its edges "
+            "are yours to write",
+        )
+        init_cmd.add_argument(
+            "--install",
+            choices=INSTALLS,
+            default=DEFAULT_INSTALL,
+            help="how CI and the hook get the toolkit: a copy in the repository (path, the "
+            f"default until it is published) or the package index (default: {DEFAULT_INSTALL})",
+        )
         init_cmd.add_argument(
             "--force", action="store_true", help="overwrite the tests and the workflow"
         )
@@ -166,8 +189,16 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     root = Path(args.root)
+    config = load_config(root)
     layout = Layout(
-        language=args.language, fixture=args.fixture, module=args.module, tests=args.tests
+        language=args.language,
+        fixture=args.fixture,
+        module=args.module,
+        tests=args.tests,
+        check_transition=config.check_transition,
+        create_job=config.create_job,
+        draft_from=args.draft_from,
+        install=args.install,
     )
     try:
         written = init(root, layout, force=args.force)
@@ -175,7 +206,10 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"frozen-lifecycle init: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for item in written:
-        print(f"kept {item.path} (it exists)" if item.kept else f"wrote {item.path}")
+        if item.draft:
+            print(f"drafted {item.path} from {layout.draft_from}: its states; no edges yet")
+        else:
+            print(f"kept {item.path} (it exists)" if item.kept else f"wrote {item.path}")
     print("next:")
     fixture_written = any(item.path == layout.fixture and not item.kept for item in written)
     for step in next_steps(root, layout, fixture_written=fixture_written):

@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -77,9 +77,27 @@ class Graph:
         return tuple(dict.fromkeys(edge.actor for edge in self.transitions))
 
     @property
+    def default_actor(self) -> str | None:
+        """The actor of a move that names none (`apply_transition(job, to)`): see
+        `default_actor_of`; the case study's `worker`."""
+        edges = ((e.from_status, e.to_status, e.actor) for e in self.transitions)
+        return default_actor_of(self.initial, self.terminal, edges)
+
+    @property
     def effect_names(self) -> tuple[str, ...]:
         """Every side-effect name, in order of first appearance."""
         return tuple(dict.fromkeys(name for names in self.side_effects.values() for name in names))
+
+
+def default_actor_of(
+    initial: str | None, terminal: Collection[str], edges: Iterable[tuple[str, str, str]]
+) -> str | None:
+    """The one actor of the edges that take a job from the initial state into work (to a state
+    that is not terminal): the worker that claims it, whatever the fixture calls it. None when
+    no edge does, or edges of several actors do, or the initial state is not known; then no
+    move goes without its actor."""
+    into_work = {a for source, target, a in edges if source == initial and target not in terminal}
+    return next(iter(into_work)) if len(into_work) == 1 else None
 
 
 def fingerprint(document: Mapping[str, Any]) -> str:

@@ -5,7 +5,9 @@ with the case study's semantics. A move out of a terminal state fails first, the
 no declared edge, then a move by another actor than the edge's; each raises a `TransitionError`
 whose str() is the graph's code (`terminal:succeeded`, `illegal:queued->succeeded`,
 `actor:worker`), the same code the generated database guards raise, which `from_code` turns
-back into the typed error.
+back into the typed error. A move that names no actor is the default actor's, the one that
+takes a job from the initial state into work (the case study's `worker`; see
+`graph.default_actor_of`); a fixture without one needs the actor on every move.
 
 ```python
 from frozen_lifecycle.transitions import Lifecycle
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from frozen_lifecycle.graph import Graph, load_graph
+from frozen_lifecycle.graph import Graph, default_actor_of, load_graph
 
 JobT = TypeVar("JobT")
 
@@ -75,19 +77,30 @@ class Lifecycle:
     states: tuple[str, ...]
     terminal: frozenset[str]
     actor_of: Mapping[tuple[str, str], str]
+    # The actor of a move that names none; None: every move names its actor.
+    default_actor: str | None = None
 
     @classmethod
     def from_edges(
-        cls, states: Iterable[str], terminal: Iterable[str], edges: Iterable[tuple[str, str, str]]
+        cls,
+        states: Iterable[str],
+        terminal: Iterable[str],
+        edges: Iterable[tuple[str, str, str]],
+        *,
+        initial: str | None = None,
     ) -> Lifecycle:
-        """From plain tables: the states, the terminal ones, and (from, to, actor) edges."""
-        actor_of = MappingProxyType({(f, t): actor for f, t, actor in edges})
-        return cls(states=tuple(states), terminal=frozenset(terminal), actor_of=actor_of)
+        """From plain tables: the states, the terminal ones, and (from, to, actor) edges; with
+        the initial state, the default actor too (none without it)."""
+        triples = tuple(edges)
+        ends = frozenset(terminal)
+        actor_of = MappingProxyType({(f, t): actor for f, t, actor in triples})
+        default = default_actor_of(initial, ends, triples)
+        return cls(states=tuple(states), terminal=ends, actor_of=actor_of, default_actor=default)
 
     @classmethod
     def of(cls, graph: Graph) -> Lifecycle:
         edges = ((e.from_status, e.to_status, e.actor) for e in graph.transitions)
-        return cls.from_edges(graph.states, graph.terminal, edges)
+        return cls.from_edges(graph.states, graph.terminal, edges, initial=graph.initial)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Lifecycle:
@@ -108,11 +121,20 @@ class Lifecycle:
         if declared != actor:
             raise ActorError(actor)
 
-    def apply_transition(self, job: JobT, to_status: str, actor: str = "worker") -> JobT:
-        """A copy of `job` moved to `to_status`; the argument is never mutated.
+    def apply_transition(self, job: JobT, to_status: str, actor: str | None = None) -> JobT:
+        """A copy of `job` moved to `to_status` by `actor` (the default actor when None); the
+        argument is never mutated.
 
         `job` is a mapping with a "status" key or a dataclass with a `status` field.
         """
+        if actor is None:
+            if self.default_actor is None:
+                raise TypeError(
+                    "apply_transition() needs the actor: this lifecycle has no default one "
+                    "(the one actor of the edges from the initial state into a state that is "
+                    "not terminal)"
+                )
+            actor = self.default_actor
         self.check_transition(status_of(job), to_status, actor)
         if isinstance(job, Mapping):
             return {**job, "status": to_status}  # type: ignore[return-value]

@@ -21,7 +21,13 @@ from pathlib import Path
 
 from frozen_lifecycle import generated
 from frozen_lifecycle.gate.commits import GENERATED_DRIFT, GitError, check_commits
-from frozen_lifecycle.gate.config import Config, ConfigError, compile_patterns, load_config
+from frozen_lifecycle.gate.config import (
+    Carriers,
+    Config,
+    ConfigError,
+    compile_patterns,
+    load_config,
+)
 from frozen_lifecycle.gate.findings import FIXTURE_INVALID, Finding, render
 from frozen_lifecycle.gate.lexicon import FORBIDDEN_ALIAS, NO_SOURCE_STATE, Facts, Lexicon
 from frozen_lifecycle.gate.pragmas import Pragma, StrictRule, Waived, apply_pragmas, find_pragmas
@@ -88,10 +94,19 @@ class Scanner:
     """The per-file rules of one fixture, and what they found in files already seen."""
 
     def __init__(
-        self, graph: Graph, memo: Memo | None = None, generated_paths: Iterable[str] = ()
+        self,
+        graph: Graph,
+        memo: Memo | None = None,
+        generated_paths: Iterable[str] = (),
+        carriers: Carriers | None = None,
     ) -> None:
         lexicon = Lexicon.of(graph)
         self.fingerprint = graph.fingerprint
+        if carriers is not None and carriers.configured:
+            lexicon = lexicon.with_carriers(
+                carriers.status_types, dict(carriers.holders), dict(carriers.moves)
+            )
+            self.fingerprint += repr(carriers)
         self.python = PythonRules(lexicon)
         self.text = TextRules(lexicon)
         # Generated files list the states by design; generated-drift keeps them current.
@@ -385,7 +400,7 @@ def check_tree(
     exceptions the pragmas made."""
     files = read_sources(root, paths, fixture, (*config.exclude, *exclude))
     generated_paths = generated.artifact_paths(generated.artifacts(config.targets()))
-    scanner = Scanner(graph, memo, generated_paths)
+    scanner = Scanner(graph, memo, generated_paths, config.carriers)
     scanned = scan_all(scanner, files)
     ctx = Context(
         root=root,

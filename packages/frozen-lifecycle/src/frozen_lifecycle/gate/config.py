@@ -13,6 +13,11 @@ sqlite-guards = "db/graph.sqlite.sql"        # the SQL guards, kept generated
 postgresql-guards = "db/graph.postgresql.sql"
 notify-channel = "jobs"           # PostgreSQL guards: NOTIFY a change no worker made
 generated-by = "make lifecycle"   # the command generated files name (default below)
+status-types = ["JobStatus", "job_status"]  # what carries the states: other enums are not judged
+holders = { FinishedRegistry = "finished" }  # classes whose methods act on jobs in one state
+moves = { _enqueue_job = "queued" }           # calls that put a job in a state
+check-transition = "shop.jobs:check_transition"  # what the contract tests call: (from, to, actor)
+create-job = "shop.jobs:create_job"              # create_job(status=...) makes no job elsewhere
 ```
 
 Patterns are paths relative to the root with `*` (within a name), `**` (any depth) and `?`;
@@ -43,12 +48,39 @@ TABLE = ("tool", "frozen-lifecycle", "gate")
 FORMER_TABLE = ("tool", "reportexport", "gate")
 _PATHS = ("graph", "typed-names", "sqlite-guards", "postgresql-guards")
 _WORDS = ("notify-channel", "generated-by")
-_LISTS = ("paths", "exclude", "strict", "regions")
-_KEYS = frozenset((*_PATHS, *_WORDS, *_LISTS))
+# The repository's own functions its contract tests call: `module:function` (or a name of the
+# module under contract).
+_FUNCTIONS = ("check-transition", "create-job")
+_LISTS = ("paths", "exclude", "strict", "regions", "status-types")
+# What carries the lifecycle in a repository (see Carriers), name -> state.
+_TABLES = ("holders", "moves")
+_KEYS = frozenset((*_PATHS, *_WORDS, *_FUNCTIONS, *_LISTS, *_TABLES))
 
 
 class ConfigError(ValueError):
     pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Carriers:
+    """What carries the job's lifecycle in a repository, when its configuration says.
+
+    `status_types` are the types whose values are the job's states: a Python enum, class or
+    `Literal` alias, a SQL enum type. Named, they are the only constructs of states the gate
+    judges (each must hold exactly the fixture's states, and counts as the STATES definition);
+    other enums, mappings and lists that share words with the states are not findings.
+    `holders` are classes whose methods act on jobs in one state (a registry of finished
+    jobs); `moves` are calls that put a job in a state (`_enqueue_job` -> the queued state), so
+    a holder's method that makes one is a move from the holder's state to the call's.
+    """
+
+    status_types: tuple[str, ...] = ()
+    holders: tuple[tuple[str, str], ...] = ()
+    moves: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.status_types or self.holders or self.moves)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +95,9 @@ class Config:
     postgresql_guards: str | None = None
     notify_channel: str | None = None
     generated_by: str = DEFAULT_COMMAND
+    check_transition: str | None = None
+    create_job: str | None = None
+    carriers: Carriers = Carriers()
     source: str | None = None
 
     def targets(self) -> Targets:
@@ -116,10 +151,13 @@ def _config(table: dict[str, Any], source: str) -> Config:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown gate setting(s) {', '.join(unknown)}")
-    for key in (*_PATHS, *_WORDS):
+    for key in (*_PATHS, *_WORDS, *_FUNCTIONS):
         value = table.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ConfigError(f"{source}: {key} must be {'a path' if key in _PATHS else 'a word'}")
+            what = "a word"
+            if key in _PATHS or key in _FUNCTIONS:
+                what = "a path" if key in _PATHS else "module:function"
+            raise ConfigError(f"{source}: {key} must be {what}")
     return Config(
         paths=_strings(table, "paths", source) or (".",),
         exclude=DEFAULT_EXCLUDES + _strings(table, "exclude", source),
@@ -131,6 +169,13 @@ def _config(table: dict[str, Any], source: str) -> Config:
         postgresql_guards=table.get("postgresql-guards"),
         notify_channel=table.get("notify-channel"),
         generated_by=table.get("generated-by") or DEFAULT_COMMAND,
+        check_transition=table.get("check-transition"),
+        create_job=table.get("create-job"),
+        carriers=Carriers(
+            status_types=_strings(table, "status-types", source),
+            holders=_names(table, "holders", source),
+            moves=_names(table, "moves", source),
+        ),
         source=source,
     )
 
@@ -140,6 +185,15 @@ def _strings(table: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{source}: {key} must be a list of strings")
     return tuple(value)
+
+
+def _names(table: dict[str, Any], key: str, source: str) -> tuple[tuple[str, str], ...]:
+    value = table.get(key, {})
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()
+    ):
+        raise ConfigError(f"{source}: {key} must be a table of names and states")
+    return tuple(value.items())
 
 
 def compile_patterns(patterns: Iterable[str]) -> re.Pattern[str] | None:

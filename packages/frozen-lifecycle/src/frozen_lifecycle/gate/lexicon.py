@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from frozen_lifecycle.graph import Graph
 
@@ -40,6 +40,11 @@ STATES_NAME = re.compile(
     r"(?:[A-Za-z0-9]+_)*[A-Za-z0-9]*(?:states|statuses|States|Statuses|STATES|STATUSES)"
 )
 
+
+# The typed names `frozen-lifecycle generate --typed-names` writes, and the usual enum names.
+STATUS_TYPES = frozenset({"Status", "TerminalStatus", "JobStatus", "JobState"})
+ACTOR_TYPES = frozenset({"Actor"})
+_TARGETS_TYPE = re.compile(r"From[A-Z]\w*By[A-Z]\w*")
 
 # The line an offset of a text is on.
 LineOf = Callable[[int], int]
@@ -86,6 +91,43 @@ class Lexicon:
     effects: frozenset[str]
     ordered_effects: tuple[str, ...]
     edges: Mapping[tuple[str, str], str]
+    # The actor of a move that names none (`apply_transition(job, to)`); None: unknown.
+    default_actor: str | None = None
+    # The names of the types whose values are the states, and the actors (the typed names a
+    # repository generates, its status enum): a type built from them adds no other word.
+    status_types: frozenset[str] = STATUS_TYPES
+    actor_types: frozenset[str] = ACTOR_TYPES
+    # The configured carriers of the lifecycle (Carriers.status_types); None: none configured,
+    # and every construct that holds a state beside other words is judged.
+    carriers: frozenset[str] | None = None
+    holders: Mapping[str, str] = field(default_factory=dict)
+    moves: Mapping[str, str] = field(default_factory=dict)
+
+    def is_status_type(self, name: str) -> bool:
+        return name in self.status_types or _TARGETS_TYPE.fullmatch(name) is not None
+
+    @property
+    def by_carriers(self) -> bool:
+        """Whether the repository named what carries its lifecycle: then only that is judged
+        as a construct of states."""
+        return self.carriers is not None
+
+    def carries(self, name: str) -> bool:
+        """Whether a construct of that name (an enum, a SQL type) holds the job's states."""
+        bare = name.rpartition(".")[2].strip('"')
+        return self.carriers is None or bare in self.carriers
+
+    def with_carriers(
+        self, status_types: Iterable[str], holders: Mapping[str, str], moves: Mapping[str, str]
+    ) -> Lexicon:
+        types = frozenset(status_types)
+        return replace(
+            self,
+            status_types=self.status_types | types,
+            carriers=types if (types or holders or moves) else None,
+            holders=dict(holders),
+            moves=dict(moves),
+        )
 
     @classmethod
     def of(cls, graph: Graph) -> Lexicon:
@@ -99,6 +141,7 @@ class Lexicon:
             effects=frozenset(graph.effect_names),
             ordered_effects=graph.effect_names,
             edges={(e.from_status, e.to_status): e.actor for e in graph.transitions},
+            default_actor=graph.default_actor,
         )
 
     def status_like(self, word: str) -> bool:
@@ -111,17 +154,29 @@ class Lexicon:
         """The words of a collection that holds states but are not states.
 
         A collection holds states when one of its words is a state; `strict` (a Literal, an
-        enum, something named for states) then refuses every other word, otherwise only words
-        that read as statuses are refused (a tuple may pair a state with something else).
+        enum, something named for states) then refuses every other word. Otherwise only words
+        that read as statuses are refused (a tuple may pair a state with something else); and
+        beside a single state, only a forbidden alias or a common status word: one word shared
+        with another vocabulary (a schedule's `paused` beside its `firing` and `ended`) makes
+        no collection of states.
         """
         listed = list(words)
-        if not any(word in self.states for word in listed):
+        held = {word for word in listed if word in self.states}
+        if not held:
             return []
+        lone = not strict and len(held) < 2
         return [
             word
             for word in dict.fromkeys(listed)
-            if word not in self.states and (strict or self.status_like(word))
+            if word not in self.states
+            and (strict or (self.status_word(word) if lone else self.status_like(word)))
         ]
+
+    def status_word(self, word: str) -> bool:
+        """A forbidden alias or a common status word (not any participle)."""
+        if word in self.actors or word in self.effects:
+            return False
+        return word in self.aliases or word in STATUS_WORDS
 
     def missing(self, words: Collection[str]) -> list[str]:
         return [state for state in self.ordered_states if state not in words]

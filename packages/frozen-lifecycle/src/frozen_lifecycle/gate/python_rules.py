@@ -36,9 +36,11 @@ from typing import Any
 
 from frozen_lifecycle.gate.lexicon import (
     NOT_INITIAL,
+    STATES_INVENTED,
     STATES_NAME,
     STATUS_KEY,
     STATUS_NAME,
+    WRONG_ACTOR,
     Facts,
     Hit,
     Lexicon,
@@ -49,7 +51,7 @@ from frozen_lifecycle.gate.lexicon import (
     status_hit,
 )
 from frozen_lifecycle.gate.sql import SqlRules, looks_like_sql
-from frozen_lifecycle.gate.states import check_states
+from frozen_lifecycle.gate.states import STATES_DRIFT, check_states
 from frozen_lifecycle.gate.vocabulary import Vocabulary
 
 EFFECT_HANDLERS = "effect-handlers"
@@ -65,8 +67,12 @@ _GROWERS = frozenset({"append", "add", "extend", "union", "insert"})
 _HANDLERS_NAME = re.compile(r"(?:\w+_)?(?:handlers?|HANDLERS?)")
 _REGISTER_CALLS = frozenset({"register_handler", "register_effect_handler", "register_effect"})
 _CREATE_CALL = re.compile(r"(?:create|new|insert|enqueue|submit|add)_?jobs?|NewJob", re.I)
+# A job model's class: ExportJob, Job, job_models.Job (the last name ends in Job).
+_JOB_MODEL = re.compile(r"(?:[\w.]*\.)?[A-Z]\w*Job\b")
 _STATES_REF = re.compile(r"(?:\w+_)?(?:states|statuses|terminal|STATES|STATUSES|TERMINAL)")
 _ENUM_BASE = re.compile(r"\w*Enum")
+# Type expressions a union of typed names is built with.
+_TYPE_BUILDERS = frozenset({"Literal", "Union", "Optional", "Annotated"})
 
 Values = list[tuple[str, int]]
 _CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
@@ -125,6 +131,7 @@ class PythonRules:
         self.vocabulary = Vocabulary(lexicon)
         self.sql = SqlRules(lexicon)
         words = {*lexicon.states, *lexicon.aliases, *lexicon.actors, *lexicon.effects}
+        words |= {*lexicon.holders, *lexicon.moves, *(lexicon.carriers or ())}
         # The names the rules follow: STATUS_NAME, STATES_NAME, _STATES_REF (terminal),
         # _HANDLERS_NAME, _REGISTER_CALLS (register_effect), TRANSITION_CALLS, actor keywords.
         names = {"status", "state", "terminal", "handler", "effect", "transition", "actor"}
@@ -157,8 +164,14 @@ class _Run:
         self.facts = Facts()
         self.seen: set[Hit] = set()
         self.consumed: set[int] = set()  # collections already read as statuses
+        self.typed: set[int] = set()  # parts of a type built from the typed names, read
         self.sql_done: set[int] = set()  # string parts read with their whole f-string
         self.scopes: list[dict[str, Values]] = [self._module_constants(tree)]
+        # Dict literals by the name they were given in each scope (a query's parameters).
+        self.mappings: list[dict[str, ast.expr]] = [{}]
+        self.classes_in: list[str] = []  # the classes being read, innermost last
+        # The module's top-level classes by name: a holder inherits its bases' methods.
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
     # -- reporting --------------------------------------------------------------------------
 
@@ -228,6 +241,13 @@ class _Run:
         return _literal_values(node)
 
     def remember(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, ast.Dict) or (
+                isinstance(value, ast.Call) and _call_name(value.func) == "dict"
+            ):
+                self.mappings[-1][target.id] = value
+            else:
+                self.mappings[-1].pop(target.id, None)
         if isinstance(target, ast.Name) and len(self.scopes) > 1:
             words = _literal_values(value)
             if words:
@@ -297,7 +317,9 @@ class _Run:
             return
         value = node.value
         line_of = _LazyLines(self, node)
-        if value in self.lexicon.aliases:
+        if value in self.lexicon.aliases and not self.lexicon.by_carriers:
+            # Where carriers are configured, an alias is judged where it reaches one (a status
+            # compared, given, keyed; a carrier's member), not as any string (a task's name).
             self.hit(alias_hit(node.lineno, value))
         self.hits(self.vocabulary.string_hits(value, line_of))
         if id(node) not in self.sql_done and looks_like_sql(value):
@@ -354,7 +376,7 @@ class _Run:
         if value is None:
             return
         for target in targets:
-            if _is_status_key(target):
+            if _is_status_key(target) and self._of_a_job(target):
                 self.status_values(value, "assigned to a status")
             elif isinstance(target, ast.Name) and STATES_NAME.fullmatch(target.id):
                 words = [word for word, _ in _literal_values(value)]
@@ -372,11 +394,16 @@ class _Run:
                 self._hand_listed_enum(node, [value])
             if not isinstance(node, ast.AugAssign):
                 self.remember(target, value)
+            self._field_default(target, value)
 
     def call(self, node: ast.Call) -> None:
         name = _call_name(node.func)
         for keyword in node.keywords:
-            if keyword.arg is not None and STATUS_KEY.fullmatch(keyword.arg):
+            if (
+                keyword.arg is not None
+                and STATUS_KEY.fullmatch(keyword.arg)
+                and (self._of_a_job(node.func) or "job" in keyword.arg)
+            ):
                 self.status_values(keyword.value, f"passed as {keyword.arg}=")
         for index in TRANSITION_CALLS.get(name, ()):
             if index < len(node.args):
@@ -385,13 +412,15 @@ class _Run:
             self._transition(node, name)
         else:
             self._move_keywords(node)
-        if _CREATE_CALL.fullmatch(name):
+        if _CREATE_CALL.fullmatch(name) or self._constructs_a_job(node, name):
             self._created(node)
+        elif any(_creates(arg) for arg in node.args):
+            self._created_by_parameters(node)
         if isinstance(node.func, ast.Attribute):
             receiver = node.func.value
             if _is_handlers(receiver) and name in ("update", "setdefault"):
                 self._registered_by_call(node, name)
-            elif name in _GROWERS and _is_states_ref(receiver):
+            elif name in _GROWERS and self._states_ref(receiver):
                 words = [w for arg in node.args for w in _literal_values(arg)]
                 self._extended(words, "the fixture's states, extended,")
                 for arg in node.args:
@@ -408,7 +437,7 @@ class _Run:
             if word is None or key is None:
                 continue
             keys.append((word, key.lineno))
-            if STATUS_KEY.fullmatch(word):
+            if STATUS_KEY.fullmatch(word) and (not self.lexicon.by_carriers or "job" in word):
                 self.status_values(value, "keyed as a status")
             elif word == "enum" and isinstance(value, ast.List | ast.Tuple):
                 words = [w for w, _ in _literal_values(value)]
@@ -416,7 +445,7 @@ class _Run:
                 self.hits(invented_hits(value.lineno, bad, "a JSON Schema enum"))
                 self._consume(value)
         words = [word for word, _ in keys]
-        if keys:
+        if keys and not self.lexicon.by_carriers:  # words elsewhere are no finding then
             line = keys[0][1]
             self.hits(invented_hits(line, self.lexicon.invented(words, strict=False), "a mapping"))
             if any(word in self.lexicon.effects for word in words):
@@ -432,31 +461,113 @@ class _Run:
         if id(node) in self.consumed:
             return
         splatted = any(
-            isinstance(item, ast.Starred) and _is_states_ref(item.value) for item in node.elts
+            isinstance(item, ast.Starred) and self._states_ref(item.value) for item in node.elts
         )
         words = [w for item in node.elts for w in _literal_values(item)]
         if splatted:
             self._extended(words, "the fixture's states, splatted,")
-        elif len(words) >= 2:
+        elif len(words) >= 2 and not self.lexicon.by_carriers:
             bad = self.lexicon.invented([w for w, _ in words], strict=False)
             self.hits(invented_hits(words[0][1], bad, "a collection of states"))
 
     def bin_op(self, node: ast.BinOp) -> None:
         if not isinstance(node.op, ast.Add | ast.BitOr):
             return
+        if isinstance(node.op, ast.BitOr) and self._typed_union(node):
+            return
         for states_side, other in ((node.left, node.right), (node.right, node.left)):
-            if _is_states_ref(states_side):
+            if self._states_ref(states_side):
                 self._extended(_literal_values(other), "the fixture's states, extended,")
                 self._consume(other)
 
     def subscript(self, node: ast.Subscript) -> None:
-        if _call_name(node.value) != "Literal":
+        name = _call_name(node.value)
+        if name in _TYPE_BUILDERS and self._typed_union(node):
+            return
+        if name != "Literal":
             return
         words = _literal_values(node.slice)
         bad = self.lexicon.invented([w for w, _ in words], strict=True)
         self.hits(invented_hits(node.lineno, bad, "a Literal type"))
         if isinstance(node.slice, ast.Tuple):
             self.consumed.add(id(node.slice))
+
+    def _typed_union(self, node: ast.expr) -> bool:
+        """A type built from the typed names (`Literal[Status, "x"]`, `Status | Literal["x"]`,
+        `Union[Status, Literal["x"]]`): each word it adds must be one of theirs. True when
+        `node` is such a type (or part of one already read)."""
+        if id(node) in self.typed:
+            return True
+        parts = _TypeParts()
+        parts.read(node)
+        status = [n for n in parts.names if self.lexicon.is_status_type(n)]
+        actor = [n for n in parts.names if n in self.lexicon.actor_types]
+        if not status and not actor:
+            return False
+        self.typed.update(parts.nodes)
+        for word, line in parts.words:
+            if status and word not in self.lexicon.states:
+                message = f"a type built from {status[0]} widens it with {word!r}, not a state"
+                self.hit(Hit(line, STATES_INVENTED, message + " in the fixture"))
+            elif actor and not status and word not in self.lexicon.actors:
+                message = f"a type built from {actor[0]} widens it with {word!r}, not an actor"
+                self.hit(Hit(line, WRONG_ACTOR, message + " of the fixture"))
+        return True
+
+    def if_(self, node: ast.If) -> None:
+        """A move written as a test and an assignment: `if job.status == <a>: job.status =
+        <b>` (a word, or a status type's member) is a move from a to b of that same job."""
+        tested = self._status_test(node.test)
+        if tested is None:
+            return
+        holder, sources = tested
+        targets: list[str] = []
+        line = node.lineno
+        for statement in node.body:
+            if not isinstance(statement, ast.Assign | ast.AnnAssign):
+                continue
+            assigned = (
+                statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            )
+            for target in assigned:
+                if (
+                    isinstance(target, ast.Attribute | ast.Subscript)
+                    and _is_status_key(target)
+                    and ast.unparse(target) == holder
+                    and statement.value is not None
+                ):
+                    targets += self._member_words(statement.value)
+                    line = statement.lineno
+        if targets:
+            for code, message in self.lexicon.move_problems(sources, targets, None):
+                self.hit(Hit(line, code, message))
+
+    def _status_test(self, test: ast.expr) -> tuple[str, list[str]] | None:
+        """(the status expression, the states it is tested equal to), or None."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return next((t for v in test.values if (t := self._status_test(v))), None)
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            return None
+        if not isinstance(test.ops[0], ast.Eq | ast.In):
+            return None
+        left, right = test.left, test.comparators[0]
+        if not isinstance(left, ast.Attribute | ast.Subscript) or not _is_status_key(left):
+            return None
+        if self.status_of(left) is None:
+            return None
+        words = [w for w in self._member_words(right) if w in self.lexicon.states]
+        return (ast.unparse(left), words) if words else None
+
+    def _member_words(self, value: ast.expr) -> list[str]:
+        """The words a value names: literals, and a status type's members (`JobStatus.X`)."""
+        words = [w for w, _ in self.values(value)]
+        items = value.elts if isinstance(value, ast.Tuple | ast.List | ast.Set) else [value]
+        for item in items:
+            if isinstance(item, ast.Attribute) and self.lexicon.is_status_type(
+                _call_name(item.value)
+            ):
+                words.append(item.attr.lower())
+        return words
 
     def match(self, node: ast.Match) -> None:
         status = self.status_of(node.subject)
@@ -488,6 +599,15 @@ class _Run:
             elif isinstance(value, ast.Constant) and isinstance(value.value, str):
                 members.append((value.value, statement.lineno))
         is_enum = any(_ENUM_BASE.fullmatch(b.rpartition(".")[2]) for b in bases)
+        if node.name in self.lexicon.holders:
+            self._holder(node)
+        if self.lexicon.by_carriers:
+            if self.lexicon.carries(node.name):
+                self._carrier(node, members)
+            self.classes_in.append(node.name)
+            self.children(node, type(node))
+            self.classes_in.pop()
+            return False
         strict = is_enum or bool(STATES_NAME.fullmatch(node.name.lower()))
         bad = set(self.lexicon.invented([w for w, _ in members], strict=strict))
         kind = "the enum" if is_enum else "the class"
@@ -500,6 +620,69 @@ class _Run:
         if any(_call_name(d) == HANDLER_DECORATOR for d in node.decorator_list):
             self.facts.handlers.append((node.name, node.lineno))
         return True
+
+    def _carrier(self, node: ast.ClassDef, members: Values) -> None:
+        """A configured carrier of the states (the status enum): exactly the fixture's states;
+        it is the repository's STATES definition."""
+        self.facts.states_defined = True
+        if self.generated:
+            return
+        words = [w for w, _ in members]
+        for word, line in members:
+            if word not in self.lexicon.states:
+                self.hit(Hit(line, STATES_DRIFT, f"{node.name} names {word!r}, not a state"))
+        missing = self.lexicon.missing(words)
+        if missing:
+            message = f"{node.name} lacks fixture state(s) {', '.join(sorted(missing))}"
+            self.hit(Hit(node.lineno, STATES_DRIFT, message))
+
+    def _holder(self, node: ast.ClassDef) -> None:
+        """A class whose methods act on jobs in one state: each move one of its methods makes
+        (its own, or one it inherits from a class of this module) leaves that state."""
+        source = self.lexicon.holders[node.name]
+        methods: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for owner in self._lineage(node):
+            for item in owner.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    methods.setdefault(item.name, (owner.name, item))
+        for name, (owner_name, method) in methods.items():
+            inherited = f" (from {owner_name})" if owner_name != node.name else ""
+            where = f"{node.name}.{name}{inherited}"
+            for call in ast.walk(method):
+                if not isinstance(call, ast.Call):
+                    continue
+                target = self._move_target(call)
+                if target is None:
+                    continue
+                for code, message in self.lexicon.move_problems([source], [target], None):
+                    self.hit(Hit(call.lineno, code, f"{where}: {message}"))
+
+    def _lineage(self, node: ast.ClassDef) -> list[ast.ClassDef]:
+        """The class and the bases this module defines, nearest first."""
+        chain = [node]
+        for base in node.bases:
+            parent = self.classes.get(_call_name(base))
+            if parent is not None and parent not in chain:
+                chain += [c for c in self._lineage(parent) if c not in chain]
+        return chain
+
+    def _move_target(self, call: ast.Call) -> str | None:
+        """The state a call puts a job in: a configured move, or `set_status(<state>)` with a
+        word or a member of a status type (`JobStatus.QUEUED`)."""
+        name = _call_name(call.func)
+        if name in self.lexicon.moves:
+            return self.lexicon.moves[name]
+        if name != "set_status" or not call.args:
+            return None
+        first = call.args[0]
+        word = _string(first)
+        if (
+            word is None
+            and isinstance(first, ast.Attribute)
+            and self.lexicon.is_status_type(_call_name(first.value))
+        ):
+            word = first.attr.lower()
+        return word if word in self.lexicon.states else None
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
         if not isinstance(node, ast.Lambda):
@@ -523,20 +706,42 @@ class _Run:
                 if STATUS_KEY.fullmatch(argument.arg):
                     self.status_values(default, f"the default of {argument.arg}")
         self.scopes.append({})
+        self.mappings.append({})
         self.children(node, type(node))
         self.scopes.pop()
+        self.mappings.pop()
         return False
 
     # -- helpers --------------------------------------------------------------------------------
 
+    def _of_a_job(self, node: ast.AST) -> bool:
+        """Whether a status there is a job's. Without carriers, any status is; with them, one
+        named for a job (`job.status`, `job_status`, `jobs[0]["status"]`, `finish_job(status=)`),
+        of a configured class (`self.status` in a holder or a carrier, `Job(status=...)`,
+        `Job.objects.filter(status=...)`), or of the lifecycle's own names."""
+        if not self.lexicon.by_carriers:
+            return True
+        text = ast.unparse(node).lower()
+        if "job" in text:
+            return True
+        named = {name.lower() for name in (*self.lexicon.holders, *(self.lexicon.carriers or ()))}
+        if self.classes_in and self.classes_in[-1].lower() in named and "self" in text:
+            return True
+        return any(name in text for name in named)
+
     def status_of(self, node: ast.AST) -> _Status | None:
         """Whether `node` holds a status (and whether its case was changed on the way)."""
+        if self.lexicon.by_carriers and not self._of_a_job(node):
+            return None
+        return self._status_of(node)
+
+    def _status_of(self, node: ast.AST) -> _Status | None:
         if isinstance(node, ast.Name):
             return _Status() if STATUS_NAME.fullmatch(node.id) else None
         if isinstance(node, ast.Attribute):
             if STATUS_NAME.fullmatch(node.attr):
                 return _Status()
-            return self.status_of(node.value) if node.attr in ("value", "name") else None
+            return self._status_of(node.value) if node.attr in ("value", "name") else None
         if isinstance(node, ast.Subscript):
             key = _string(node.slice)
             return _Status() if key is not None and STATUS_NAME.fullmatch(key) else None
@@ -547,7 +752,7 @@ class _Run:
                     key = _string(node.args[0])
                     return _Status() if key is not None and STATUS_NAME.fullmatch(key) else None
                 if func.attr in _FOLDS or func.attr in _TRIMS:
-                    inner = self.status_of(func.value)
+                    inner = self._status_of(func.value)
                     if inner is None:
                         return None
                     return _Status(folded=inner.folded or func.attr in _FOLDS)
@@ -556,7 +761,7 @@ class _Run:
                     key = _string(node.args[1])
                     return _Status() if key is not None and STATUS_NAME.fullmatch(key) else None
                 if func.id == "str" and len(node.args) == 1:
-                    return self.status_of(node.args[0])
+                    return self._status_of(node.args[0])
         return None
 
     def _states_assignment(self, node: ast.stmt) -> bool:
@@ -581,6 +786,13 @@ class _Run:
                 self.constant(child)
         return True
 
+    def _states_ref(self, node: ast.AST) -> bool:
+        """The fixture's states by name; where carriers are configured, only a module-level
+        name (`STATES`, `TERMINAL_STATES`), not any object's own `states`."""
+        if self.lexicon.by_carriers and not isinstance(node, ast.Name):
+            return False
+        return _is_states_ref(node)
+
     def _extended(self, words: Values, what: str) -> None:
         for word, line in words:
             if word not in self.lexicon.states:
@@ -594,7 +806,7 @@ class _Run:
         target = self._words(arguments.get("to_status"))
         actor_node = arguments.get("actor")
         if actor_node is None:
-            actor: str | None = "worker" if name == "apply_transition" else None
+            actor = self.lexicon.default_actor if name == "apply_transition" else None
         else:
             actor_words = self._words(actor_node)
             actor = actor_words[0] if actor_words and len(actor_words) == 1 else None
@@ -629,10 +841,67 @@ class _Run:
     def _created(self, node: ast.Call) -> None:
         for keyword in node.keywords:
             if keyword.arg == "status":
-                for word, line in self.values(keyword.value):
-                    if word in self.lexicon.states and word != self.lexicon.initial:
-                        message = f"a job is created in {self.lexicon.initial!r}, not {word!r}"
-                        self.hit(Hit(line, NOT_INITIAL, message))
+                self._initial(keyword.value)
+        self._created_by_parameters(node)
+
+    def _created_by_parameters(self, node: ast.Call) -> None:
+        """A job's parameters handed to the query or call that creates it: a dict (literal,
+        or a name given one in this scope) or `dict(...)`, whose status is the initial one."""
+        for arg in (*node.args, *(k.value for k in node.keywords if k.arg is None)):
+            mapping: ast.expr | None = arg
+            if isinstance(arg, ast.Name):
+                mapping = next((m[arg.id] for m in reversed(self.mappings) if arg.id in m), None)
+            if isinstance(mapping, ast.Dict):
+                for key, value in zip(mapping.keys, mapping.values, strict=True):
+                    if key is not None and _string(key) == "status":
+                        self._initial(value)
+            elif isinstance(mapping, ast.Call) and _call_name(mapping.func) == "dict":
+                for keyword in mapping.keywords:
+                    if keyword.arg == "status":
+                        self._initial(keyword.value)
+
+    def _constructs_a_job(self, node: ast.Call, name: str) -> bool:
+        """With carriers configured: a job model built (`ExportJob(...)`) or created through
+        its manager (`ExportJob.objects.create(...)`), and a model's status field, whose
+        default is the state a job is created in (`status = CharField(default=...)`)."""
+        if not self.lexicon.by_carriers:
+            return False
+        if isinstance(node.func, ast.Name):
+            return _JOB_MODEL.fullmatch(name) is not None
+        owner = ast.unparse(node.func.value) if isinstance(node.func, ast.Attribute) else ""
+        return name in ("create", "get_or_create") and _JOB_MODEL.match(owner) is not None
+
+    def _field_default(self, target: ast.expr, value: ast.expr) -> None:
+        if (
+            self.lexicon.by_carriers
+            and self.classes_in
+            and isinstance(target, ast.Name)
+            and target.id == "status"
+            and _JOB_MODEL.fullmatch(self.classes_in[-1])
+            and isinstance(value, ast.Call)
+        ):
+            for keyword in value.keywords:
+                if keyword.arg in ("default", "server_default"):
+                    self._initial(keyword.value, members=True)
+
+    def _initial(self, value: ast.expr, *, members: bool = False) -> None:
+        """The words `value` gives a new job's status must be the initial state; `members`:
+        a status type's member counts as its word (`JobStatus.STARTED`), as in a model's
+        default. Elsewhere a member is left to the type checker: a queue that creates jobs in
+        several entry states (rq's `create_job(status=JobStatus.SCHEDULED)`) names them so,
+        and one initial state in the fixture cannot say it."""
+        words = self.values(value)
+        if (
+            members
+            and not words
+            and isinstance(value, ast.Attribute)
+            and self.lexicon.is_status_type(_call_name(value.value))
+        ):
+            words = [(value.attr.lower(), value.lineno)]
+        for word, line in words:
+            if word in self.lexicon.states and word != self.lexicon.initial:
+                message = f"a job is created in {self.lexicon.initial!r}, not {word!r}"
+                self.hit(Hit(line, NOT_INITIAL, message))
 
     def _registered_by_call(self, node: ast.Call, name: str) -> None:
         if name == "setdefault" and node.args:
@@ -655,7 +924,7 @@ class _Run:
 
     def _hand_listed_enum(self, node: ast.stmt, body: Iterable[ast.AST]) -> None:
         """An API's status enum built from the fixture, never listed by hand."""
-        if self.generated:
+        if self.generated or self.lexicon.by_carriers:
             return
         listed = sorted(
             {
@@ -676,6 +945,34 @@ class _Run:
                     "build it from the fixture's states",
                 )
             )
+
+
+class _TypeParts:
+    """What a type expression is built from: the names it refers to, the words its `Literal`s
+    list, and its nodes (so that each is read once, as part of the whole)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.words: Values = []
+        self.nodes: set[int] = set()
+
+    def read(self, node: ast.expr) -> None:
+        self.nodes.add(id(node))
+        if isinstance(node, ast.Name | ast.Attribute):
+            self.names.append(_call_name(node))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            self.read(node.left)
+            self.read(node.right)
+        elif isinstance(node, ast.Subscript) and _call_name(node.value) in _TYPE_BUILDERS:
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if isinstance(node.slice, ast.Tuple):
+                self.nodes.add(id(node.slice))
+            literal = _call_name(node.value) == "Literal"
+            for item in items:
+                if literal and isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    self.words.append((item.value, item.lineno))
+                else:
+                    self.read(item)
 
 
 class _LazyLines:
@@ -766,6 +1063,7 @@ _HANDLERS: dict[type[ast.AST], _Handler] = {
     ast.BinOp: _Run.bin_op,
     ast.Subscript: _Run.subscript,
     ast.Match: _Run.match,
+    ast.If: _Run.if_,
     ast.ClassDef: _Run.class_def,
     ast.FunctionDef: _Run.function,
     ast.AsyncFunctionDef: _Run.function,
@@ -789,6 +1087,18 @@ def _literal_values(node: ast.AST) -> Values:
     ):
         return _literal_values(node.args[0])
     return []
+
+
+_INSERT_JOB = re.compile(r"\bINSERT\s+INTO\s+(?:\w+\.)?\"?(?:jobs?|\w+_jobs)\"?\s*\(", re.I)
+
+
+def _creates(node: ast.expr) -> bool:
+    """A query that creates a job: named for it (`session.row("create_job", params)`), or
+    SQL that inserts into the jobs table."""
+    text = _string(node)
+    if text is None:
+        return False
+    return _CREATE_CALL.fullmatch(text) is not None or _INSERT_JOB.search(text) is not None
 
 
 def _string(node: ast.AST | None) -> str | None:

@@ -53,6 +53,7 @@ SKIPPED_DIRS = frozenset(
         ".nox",
         ".eggs",
         "site-packages",
+        ".frozen-lifecycle",  # the toolkit's own copy that `init --install path` writes
     }
 )
 # Build output at the root of the repository holds copies of the sources; var/ local data.

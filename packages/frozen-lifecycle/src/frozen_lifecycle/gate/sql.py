@@ -21,6 +21,15 @@ status takes in SQL, and a statement it cannot read yields nothing.
 - `CREATE TYPE ... AS ENUM (...)`, `ALTER TYPE ... ADD VALUE`, and an `IN (...)` list that
   mixes states with other status words (`states-invented`).
 
+Statements end at a `;` outside strings; a dollar-quoted body (`$$ ... $$`, `$fn$ ... $fn$`:
+a PL/pgSQL function, a DO block) holds statements of its own, each read on its own, as the
+function's SQL (its parameters are plain names, so a status write there that names no source
+state is a blind write). A move's source is what its own `WHERE` (or the common table
+expressions before it) says the row is in, else unknown: never the statements around it nor
+a function's control flow. A `CASE` given to the status is one move per branch with a literal
+result, from the states its `WHEN` names (`CASE status WHEN ...`, `WHEN status = ...`), else
+the `WHERE`'s; a branch that keeps the status (`ELSE status`) moves nothing.
+
 A clause is read item by item: string literals (`''` escapes a quote) and double-quoted
 identifiers are skipped whole when brackets are matched and lists split on commas, so a
 bracket, a comma or a `status = ` inside one moves nothing.
@@ -47,7 +56,11 @@ from frozen_lifecycle.gate.lexicon import (
 
 _FLAGS = re.I | re.S
 _COMMENT_OR_QUOTE = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/", re.S)
-_SPLIT = re.compile(r"'(?:[^']|'')*'|\$(\w*)\$.*?\$\1\$|;", re.S)
+# A statement ends at a `;` outside strings; a dollar-quoted body (`$$ ... $$`, `$fn$ ... $fn$`:
+# a PL/pgSQL function, a DO block) holds statements of its own, read one by one.
+_SPLIT = re.compile(r"'(?:[^']|'')*'|(\$(?:[A-Za-z_]\w*)?\$)(.*?)\1|;", re.S)
+# What a statement in a body may start with before its SQL: control flow, not a CTE.
+_BODY_PREFIX = re.compile(r"\s*WITH\b", re.I)
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 _UPDATE = re.compile(
     r"\bUPDATE\s+(?:ONLY\s+)?[\w.\"]+(?:\s+(?:AS\s+)?(?!SET\b)\w+)?\s+SET\b", _FLAGS
@@ -93,6 +106,9 @@ _LITERAL_ITEM = re.compile(
 )
 _JOBS_TABLE = re.compile(r"(?:\w+\.)?\"?(?:jobs?|\w+_jobs)\"?", re.I)
 _CASE_OR_END = re.compile(r"\b(CASE|END)\b", re.I)
+_CASE_TOKEN = re.compile(_LITERAL + r"|\b(?:CASE|WHEN|THEN|ELSE|END)\b|[()]", re.I)
+_WITH = re.compile(r"\bWITH\b", re.I)
+_OPEN_BRACKETS = re.compile(r"[(\s]*")
 _WHEN_LITERAL = re.compile(r"\bWHEN\s+'([^']*)'", re.I)
 _RESULT_LITERAL = re.compile(r"\b(?:THEN|ELSE)\s+'([^']*)'", re.I)
 _TARGET_BEFORE = re.compile(
@@ -120,6 +136,8 @@ def looks_like_sql(text: str) -> bool:
 class _Statement:
     start: int
     text: str
+    # Inside a dollar-quoted body: a function's SQL, whose parameters are plain names.
+    in_body: bool = False
 
 
 class SqlRules:
@@ -134,12 +152,13 @@ class SqlRules:
         line_of = line_of or lines_of(text)
         hits: list[Hit] = []
         for statement in _statements(blanked):
-            for offset, hit in self._statement(statement.text):
+            for offset, hit in self._statement(statement):
                 hits.append(Hit(line_of(statement.start + offset), hit.code, hit.message))
         return hits
 
-    def _statement(self, text: str) -> Iterator[tuple[int, Hit]]:
-        yield from self._update(text)
+    def _statement(self, statement: _Statement) -> Iterator[tuple[int, Hit]]:
+        text = statement.text
+        yield from self._update(text, program=statement.in_body)
         yield from self._insert(text)
         yield from self._cases(text)
         yield from self._enums(text)
@@ -147,7 +166,7 @@ class SqlRules:
 
     # -- UPDATE ... SET status ----------------------------------------------------------------
 
-    def _update(self, text: str) -> Iterator[tuple[int, Hit]]:
+    def _update(self, text: str, *, program: bool = False) -> Iterator[tuple[int, Hit]]:
         update = _UPDATE.search(text)
         if update is None:
             return
@@ -162,35 +181,27 @@ class SqlRules:
         if found is None:
             return
         target_at, target = found
-        assigned = target.string
-        value_at = target.end()
-        tos: list[str] | None
-        if assigned.startswith("'", value_at):
-            literal = _QUOTED.match(assigned, value_at)
-            tos = [literal.group(1)] if literal else None
-        elif assigned[value_at : value_at + 4].upper() == "CASE":
-            end = _matching_end(assigned, value_at)
-            tos = _RESULT_LITERAL.findall(assigned[value_at:end]) or None
-        else:
-            tos = None
         actor_match = next((m for _, item in items if (m := _SET_ACTOR.match(item))), None)
         actor = actor_match.group(1) if actor_match else None
-        guard = text[: update.start()] + " " + text[set_end:]
+        # The rows it moves are those its WHERE names, or the common table expressions it
+        # reads; whatever else precedes it (a function's control flow, prose) says nothing of
+        # them.
+        with_clause = _WITH.search(text, 0, update.start())
+        prefix = text[with_clause.start() : update.start()] if with_clause else ""
+        guard = prefix + " " + text[set_end:]
         # Searched with its strings blanked, read where it holds them.
         blanked = _blank_strings(guard)
-        froms: list[str] = [guard[m.start(1) : m.end(1)] for m in _WHERE_EQ.finditer(blanked)]
-        for listed in _WHERE_IN.finditer(blanked):
-            if not listed.group(1):
-                froms += _QUOTED.findall(guard, listed.start(2), listed.end(2))
-        at = target_at
-        for code, message in self.lexicon.move_problems(froms or None, tos, actor):
-            yield at, Hit(0, code, message)
-        if _PARAMETER.search(text) is not None and _SOURCE_GUARD.search(blanked) is None:
+        froms = _source_states(guard, blanked)
+        for sources, targets in _moves(target.string, target.end(), froms):
+            for code, message in self.lexicon.move_problems(sources, targets, actor):
+                yield target_at, Hit(0, code, message)
+        parameterised = program or _PARAMETER.search(text) is not None
+        if parameterised and _SOURCE_GUARD.search(blanked) is None:
             message = (
                 "no source state: the status is set with no `status = ...` in the WHERE "
                 "naming the state the row must be in (a blind write)"
             )
-            yield at, Hit(0, NO_SOURCE_STATE, message)
+            yield target_at, Hit(0, NO_SOURCE_STATE, message)
 
     # -- INSERT INTO jobs ------------------------------------------------------------------------
 
@@ -264,18 +275,25 @@ class SqlRules:
 
     def _enums(self, text: str) -> Iterator[tuple[int, Hit]]:
         for enum in _ENUM.finditer(text):
+            if not self.lexicon.carries(enum.group(1)):
+                continue  # another type (of events, of workers): not the job's states
             words = _QUOTED.findall(enum.group(2))
             bad = self.lexicon.invented(words, strict=True)
             for hit in invented_hits(0, bad, f"the enum type {enum.group(1)}"):
                 yield enum.start(), hit
         for added in _ADD_VALUE.finditer(text):
-            if re.search(r"status|state", added.group(1), re.I) and (
-                added.group(2) not in self.lexicon.states
+            named = self.lexicon.carries(added.group(1)) if self.lexicon.by_carriers else True
+            if (
+                named
+                and re.search(r"status|state", added.group(1), re.I)
+                and (added.group(2) not in self.lexicon.states)
             ):
                 message = f"the enum type {added.group(1)} gains {added.group(2)!r}"
                 yield added.start(), Hit(0, STATES_INVENTED, message + ", not a state")
 
     def _in_lists(self, text: str) -> Iterator[tuple[int, Hit]]:
+        if self.lexicon.by_carriers:
+            return  # a list compared with another column holds no job's state
         for listed in _IN_LIST.finditer(text):
             if _STATUS_OPERAND.fullmatch(listed.group(1)):
                 continue  # a status compared with a list: the vocabulary rules read it
@@ -297,14 +315,38 @@ def _blank_comments(text: str) -> str:
     return _COMMENT_OR_QUOTE.sub(blank, text)
 
 
-def _statements(text: str) -> Iterator[_Statement]:
-    start = 0
-    for token in _SPLIT.finditer(text):
-        if token.group(0) == ";":
-            yield _Statement(start, text[start : token.start()])
-            start = token.end()
-    if text[start:].strip():
-        yield _Statement(start, text[start:])
+def _statements(
+    text: str, start: int = 0, end: int | None = None, *, in_body: bool = False
+) -> Iterator[_Statement]:
+    """The statements of text[start:end], each a `;` apart; the statements of a dollar-quoted
+    body are read on their own (after the one that holds it), and are blanked in it."""
+    end = len(text) if end is None else end
+    bodies: list[tuple[int, int]] = []
+    first = start
+
+    def statement(until: int) -> _Statement:
+        chunk = text[first:until]
+        for body_start, body_end in bodies:
+            blank = "".join("\n" if c == "\n" else " " for c in text[body_start:body_end])
+            at = body_start - first
+            chunk = chunk[:at] + blank + chunk[at + len(blank) :]
+        return _Statement(first, chunk, in_body)
+
+    for token in _SPLIT.finditer(text, start, end):
+        if token.group(1) is not None:
+            bodies.append((token.start(2), token.end(2)))
+            continue
+        if token.group(0) != ";":
+            continue
+        yield statement(token.start())
+        for body_start, body_end in bodies:
+            yield from _statements(text, body_start, body_end, in_body=True)
+        bodies = []
+        first = token.end()
+    if text[first:end].strip():
+        yield statement(end)
+        for body_start, body_end in bodies:
+            yield from _statements(text, body_start, body_end, in_body=True)
 
 
 def _clause_end(text: str, start: int, pattern: re.Pattern[str] = _CLAUSE_END) -> int:
@@ -330,6 +372,112 @@ def _clause_end(text: str, start: int, pattern: re.Pattern[str] = _CLAUSE_END) -
 def _blank_strings(text: str) -> str:
     """The string literals' contents replaced by spaces, so offsets stay those of the text."""
     return _QUOTED.sub(lambda m: "'" + " " * (len(m.group(0)) - 2) + "'", text)
+
+
+def _source_states(guard: str, blanked: str) -> list[str] | None:
+    """The states a WHERE (or a CTE) says the row is in, by `status = <literal>` or `status IN
+    (<literals>)`; None when it says none, and the move's source is unknown."""
+    froms: list[str] = [guard[m.start(1) : m.end(1)] for m in _WHERE_EQ.finditer(blanked)]
+    for listed in _WHERE_IN.finditer(blanked):
+        if not listed.group(1):
+            froms += _QUOTED.findall(guard, listed.start(2), listed.end(2))
+    return froms or None
+
+
+Move = tuple[list[str] | None, list[str] | None]
+
+
+def _moves(assigned: str, at: int, froms: list[str] | None) -> list[Move]:
+    """The (sources, targets) the value given to the status at `assigned[at:]` makes: a
+    literal is one move from the WHERE's states; a CASE one per branch with a literal result,
+    from the states its WHEN names (`CASE status WHEN <a> THEN <b>`, `WHEN status = <a>`)
+    or else the WHERE's, and a branch that keeps the status (`ELSE status`) none. A value the
+    text cannot read (a parameter, an expression) is a move to an unknown state."""
+    if assigned.startswith("'", at):
+        literal = _QUOTED.match(assigned, at)
+        return [(froms, [literal.group(1)] if literal else None)]
+    if assigned[at : at + 4].upper() == "CASE":
+        return _case_moves(assigned, at, froms)
+    bracketed = _OPEN_BRACKETS.match(assigned, at)
+    if bracketed is not None and assigned[bracketed.end() : bracketed.end() + 4].upper() == "CASE":
+        return _case_moves(assigned, bracketed.end(), froms)
+    return [(froms, None)]
+
+
+def _case_moves(text: str, start: int, froms: list[str] | None) -> list[Move]:
+    end = _matching_end(text, start)
+    subject = _SUBJECT.match(text, start + 4) is not None
+    moves: list[Move] = []
+    named: list[str] = []
+    for condition, result_at, result_end in _case_branches(text, start, end):
+        if condition is None:  # ELSE: whatever the WHENs did not name
+            sources = [s for s in froms if s not in named] if froms is not None else None
+            if froms is not None and not sources:
+                continue
+        elif subject:
+            sources = _QUOTED.findall(condition)
+            named += sources
+        else:
+            blanked = _blank_strings(condition)
+            sources = _source_states(condition, blanked)
+            if sources is None:
+                sources = froms
+            else:
+                named += sources
+        moves += _branch_moves(text[result_at:result_end], sources)
+    return moves
+
+
+def _branch_moves(result: str, sources: list[str] | None) -> list[Move]:
+    stripped = result.strip()
+    offset = len(result) - len(result.lstrip())
+    if stripped.startswith("'"):
+        literal = _QUOTED.match(result, offset)
+        return [(sources, [literal.group(1)])] if literal else []
+    if stripped[:4].upper() == "CASE":
+        return _case_moves(result, offset, sources)
+    return []  # the status itself, another column, a parameter: no word to judge
+
+
+def _case_branches(text: str, start: int, end: int) -> list[tuple[str | None, int, int]]:
+    """The branches of the CASE at text[start:end] (end at its END): (the WHEN condition, or
+    None for ELSE; where the result starts; where it ends). Nested CASEs, brackets and
+    strings are skipped whole."""
+    branches: list[tuple[str | None, int, int]] = []
+    depth = 0
+    condition: str | None = None
+    condition_at = -1
+    result_at = -1
+    is_else = False
+
+    def close(at: int) -> None:
+        if result_at >= 0:
+            branches.append((None if is_else else condition, result_at, at))
+
+    for token in _CASE_TOKEN.finditer(text, start + 4, end):
+        word = token.group(0)
+        if word[0] in "'\"":
+            continue
+        upper = word.upper()
+        if upper in ("(", "CASE"):
+            depth += 1
+            continue
+        if upper in (")", "END"):
+            depth -= 1
+            continue
+        if depth:
+            continue
+        if upper == "WHEN":
+            close(token.start())
+            condition_at, result_at, is_else = token.end(), -1, False
+        elif upper == "THEN":
+            condition = text[condition_at : token.start()] if condition_at >= 0 else ""
+            result_at = token.end()
+        elif upper == "ELSE":
+            close(token.start())
+            result_at, is_else = token.end(), True
+    close(end)
+    return branches
 
 
 def _matching_end(text: str, start: int) -> int:

@@ -107,7 +107,10 @@ class TextRules:
     def check(self, kind: str, text: str) -> Facts:
         facts = Facts()
         lines = lines_of(text)
-        hits = list(self.vocabulary.text_hits(text, lines))
+        # Where carriers are configured, a script's quoted alias is judged where it reaches a
+        # job's status (compared, switched on, keyed), not as any string of the script.
+        aliases = not (self.lexicon.by_carriers and kind in (SCRIPT, TEMPLATE))
+        hits = list(self.vocabulary.text_hits(text, lines, aliases=aliases))
         if kind == SQL or looks_like_sql(text):
             hits += self.sql.check(text, lines)
         taken: set[int] = set()  # arrays read as statuses or as STATES
@@ -132,7 +135,20 @@ class TextRules:
 
     # -- status words compared, listed, keyed ---------------------------------------------------
 
+    def _of_a_job(self, expression: str) -> bool:
+        """With carriers configured, a status is a job's when its expression names a job or a
+        configured carrier (`job.status`, `jobStatus`), not any object's (`worker.status`)."""
+        if not self.lexicon.by_carriers:
+            return True
+        lowered = expression.lower()
+        carriers = {
+            name.lower() for name in (*(self.lexicon.carriers or ()), *self.lexicon.holders)
+        }
+        return "job" in lowered or any(name in lowered for name in carriers)
+
     def _compared(self, line: int, word: str, expression: str) -> Iterator[Hit]:
+        if not self._of_a_job(expression):
+            return
         folded = _FOLDED.search(expression) is not None
         if (word.lower() if folded else word) not in self.lexicon.states:
             yield status_hit(line, word, "compared with a status")
@@ -187,12 +203,14 @@ class TextRules:
 
     def _keyed(self, text: str, lines: LineOf) -> Iterator[Hit]:
         for match in _JS_KEYED.finditer(text):
+            if not self._of_a_job(match.group(0).partition(":")[0]):
+                continue
             if match["word"] not in self.lexicon.states:
                 yield status_hit(lines(match.start()), match["word"], "keyed as a status")
 
     def _transitions(self, text: str, lines: LineOf) -> Iterator[Hit]:
         for match in _JS_APPLY.finditer(text):
-            actor = match[4] or "worker"  # the case study's default
+            actor = match[4] or self.lexicon.default_actor  # the case study's `worker`
             for code, message in self.lexicon.move_problems(None, [match[2]], actor):
                 yield Hit(lines(match.start()), code, message)
         for match in _JS_CHECK.finditer(text):
@@ -227,6 +245,8 @@ class TextRules:
     def _type_words(
         self, name: str, words: list[str], line: int, facts: Facts, kind: str
     ) -> Iterator[Hit]:
+        if self.lexicon.by_carriers and not self.lexicon.carries(name):
+            return
         if _STATUS_TYPE.fullmatch(name) and any(w in self.lexicon.states for w in words):
             facts.states_defined = True
             missing = self.lexicon.missing(words)
@@ -237,6 +257,8 @@ class TextRules:
         yield from invented_hits(line, bad, f"the {kind} {name}")
 
     def _arrays(self, text: str, lines: LineOf, taken: set[int]) -> Iterator[Hit]:
+        if self.lexicon.by_carriers:
+            return  # an array not named for states holds no job's state
         for match in _JS_ARRAY.finditer(text):
             if match.start() in taken:
                 continue
@@ -246,6 +268,8 @@ class TextRules:
                 yield from invented_hits(lines(match.start()), bad, "an array of states")
 
     def _json_enums(self, text: str, lines: LineOf) -> Iterator[Hit]:
+        if self.lexicon.by_carriers:
+            return
         for match in _JSON_ENUM.finditer(text):
             words = [m[2] for m in _QUOTED.finditer(match[1])]
             bad = self.lexicon.invented(words, strict=True)
@@ -272,6 +296,7 @@ class TextRules:
                 if (
                     bare
                     and _YAML_STATUS_KEY.fullmatch(key)
+                    and self._of_a_job(key)
                     and bare[2] not in self.lexicon.states
                     and bare[2].lower() not in _YAML_CONSTANTS
                 ):
@@ -286,6 +311,8 @@ class TextRules:
                 yield from self._yaml_list(key, items, strict)
 
     def _yaml_list(self, key: str, items: list[tuple[str, int]], strict: bool) -> Iterator[Hit]:
+        if self.lexicon.by_carriers and not strict:
+            return
         bad = set(self.lexicon.invented([w for w, _ in items], strict=strict))
         for word, line in items:
             if word in bad:

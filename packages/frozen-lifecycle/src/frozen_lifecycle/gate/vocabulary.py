@@ -48,18 +48,20 @@ class Vocabulary:
         alternatives = "|".join(re.escape(a) for a in lexicon.aliases) or r"(?!)"
         self._quoted_alias = re.compile(rf"(?<![\w])([\"'`])({alternatives})\1(?![\w])")
 
-    def string_hits(self, value: str, line_of: LineOf) -> Iterator[Hit]:
-        """What a string holds: quoted aliases, SQL and prose status words."""
-        if "'" in value or '"' in value or "`" in value:
+    def string_hits(self, value: str, line_of: LineOf, *, aliases: bool = True) -> Iterator[Hit]:
+        """What a string holds: quoted aliases, SQL and prose status words. Where carriers are
+        configured, prose (a log line's `status=<word>`) names any object's status, and is
+        not read."""
+        if aliases and ("'" in value or '"' in value or "`" in value):
             yield from self._scan(value, line_of, self._quoted_alias, self._alias)
         if "'" in value:
             yield from self._sql(value, line_of)
-        if "status=" in value:
+        if "status=" in value and not self.lexicon.by_carriers:
             yield from self._scan(value, line_of, _PROSE, self._prose)
 
-    def text_hits(self, text: str, line_of: LineOf) -> Iterator[Hit]:
+    def text_hits(self, text: str, line_of: LineOf, *, aliases: bool = True) -> Iterator[Hit]:
         """What a file that is not Python holds: the above, and `status="<word>"`."""
-        yield from self.string_hits(text, line_of)
+        yield from self.string_hits(text, line_of, aliases=aliases)
         if "status" in text and '"' in text:
             yield from self._scan(text, line_of, _LABEL, self._label)
 
