@@ -322,7 +322,7 @@ def set_up(backend: str, work: Path, postgres: str) -> tuple[Setup, str | None]:
         env["REPORTEXPORT_OBJECTS_URL"] = f"file://{home / 'objects'}"
     subprocess.run(reportexport("demo"), env=env, check=True, capture_output=True)
     from reportexport.composition import Runtime
-    from reportexport.settings import Settings
+    from reportexport.core.settings import Settings
 
     runtime = Runtime(Settings.load(environ=env))
     people = [runtime.people.add(f"bench{i}", "user") for i in range(USERS)]

@@ -26,10 +26,10 @@ from pathlib import Path
 import psycopg
 
 from frozen_lifecycle.graph import load_graph
-from reportexport.catalog import load_catalog
-from reportexport.exports import new_export
-from reportexport.fixture import default_fixture_path
-from reportexport.records import JobFilter, OwnerLimits
+from reportexport.core.catalog import load_catalog
+from reportexport.core.fixture import default_fixture_path
+from reportexport.core.records import JobFilter, OwnerLimits
+from reportexport.pipeline.export import new_export
 from reportexport.store import open_database
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -47,12 +47,12 @@ DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 def method_reportexport(args: argparse.Namespace) -> dict[str, Any]:
     from frozen_lifecycle.graph import load_graph
-    from reportexport.catalog import parse_catalog
-    from reportexport.exports import new_export
-    from reportexport.fixture import default_fixture_path
+    from reportexport.core.catalog import parse_catalog
+    from reportexport.core.fixture import default_fixture_path
     from reportexport.objects import open_object_store
+    from reportexport.pipeline.export import new_export
+    from reportexport.runners.worker import Worker, WorkerSettings
     from reportexport.store import open_database
-    from reportexport.worker import Worker, WorkerSettings
 
     work = Path(args.work)
     catalog = parse_catalog(
@@ -254,12 +254,12 @@ def load_postgres(admin_url: str, duckdb_path: Path, work: Path) -> tuple[str, s
 
 def cancel_latency(duckdb_path: Path, work: Path, rounds: int = 20) -> list[float]:
     from frozen_lifecycle.graph import load_graph
-    from reportexport.catalog import parse_catalog
-    from reportexport.exports import new_export
-    from reportexport.fixture import default_fixture_path
+    from reportexport.core.catalog import parse_catalog
+    from reportexport.core.fixture import default_fixture_path
     from reportexport.objects import open_object_store
+    from reportexport.pipeline.export import new_export
+    from reportexport.runners.worker import Worker, WorkerSettings
     from reportexport.store import open_database
-    from reportexport.worker import Worker, WorkerSettings
 
     catalog = parse_catalog(
         {
@@ -306,7 +306,7 @@ def main() -> None:
     p.add_argument("--skip-slow", action="store_true", help="skip fetchmany, pandas, named cursor")
     args = p.parse_args()
 
-    from reportexport.demo import build_demo_database
+    from reportexport.entrypoints.demo import build_demo_database
 
     work = Path(tempfile.mkdtemp(prefix="reportexport-bench-export-"))
     runs: dict[str, list[dict[str, Any]]] = {}

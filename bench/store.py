@@ -32,7 +32,7 @@ import psycopg
 from ratios import Ratio, interleave, ratio
 
 from frozen_lifecycle.graph import load_graph
-from reportexport.fixture import default_fixture_path
+from reportexport.core.fixture import default_fixture_path
 from reportexport.store import JobFilter, Outcome, open_database
 
 GRAPH = load_graph(default_fixture_path())

@@ -13,9 +13,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+import pytest
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -36,16 +38,23 @@ def _tool(name: str) -> str | None:
     return candidates[-1] if candidates else None
 
 
-def _free_port() -> int:
+def _unused_port() -> int:
+    """A port nothing listens on now. `postgres -p` takes no 0, so another process may take
+    this one before the cluster binds it: `ThrowawayCluster` checks that the server that
+    answers there is its own."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
+class NotOurServerError(RuntimeError):
+    """The throwaway cluster did not start, or another server answers on its port."""
+
+
 class ThrowawayCluster:
     def __init__(self) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="reportexport-pg-"))
-        self.port = _free_port()
+        self.port = _unused_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self.pg_ctl = _tool("pg_ctl")
         self.prefix: list[str] = []
@@ -72,25 +81,46 @@ class ThrowawayCluster:
         )
         if done.returncode != 0:
             return False
-        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off"
-        done = subprocess.run(
-            [*self.prefix, self.pg_ctl, "-D", str(data), "-o", options, "-w",
-             "-l", str(self.directory / "log"), "start"],
-            capture_output=True,
-            check=False,
-        )  # fmt: skip
-        return done.returncode == 0 and _reachable(self.url)
+        self.pg_ctl_run("start")
+        return True
 
     def pg_ctl_run(self, *args: str) -> None:
-        """`pg_ctl ACTION` on this cluster (as the postgres user when we are root)."""
+        """`pg_ctl ACTION` on this cluster (as the postgres user when we are root); after a
+        start or restart, the server on its port must be this cluster."""
         assert self.pg_ctl is not None
         options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run(
+        done = subprocess.run(
             [*self.prefix, self.pg_ctl, "-D", str(self.directory / "data"), "-o", options, "-w",
              "-l", str(self.directory / "log"), *args],
             capture_output=True,
-            check=True,
+            check=False,
         )  # fmt: skip
+        if done.returncode != 0:
+            raise NotOurServerError(
+                f"pg_ctl {' '.join(args)} failed on port {self.port} "
+                f"({done.stderr.decode(errors='replace').strip()}):\n{self.log_tail()}"
+            )
+        if "start" in args or "restart" in args:
+            self.check_ours()
+
+    def check_ours(self) -> None:
+        """Fails unless the server answering on this cluster's port serves its data directory."""
+        data = (self.directory / "data").resolve()
+        try:
+            with psycopg.connect(self.url, connect_timeout=10) as conn:
+                row = conn.execute("SHOW data_directory").fetchone()
+        except psycopg.Error as exc:
+            raise NotOurServerError(f"{self.url}: {exc}\n{self.log_tail()}") from exc
+        served = Path(str(row[0])).resolve() if row else None
+        if served != data:
+            raise NotOurServerError(
+                f"the server on port {self.port} serves {served}, not this cluster's {data}"
+            )
+
+    def log_tail(self, characters: int = 4000) -> str:
+        log = self.directory / "log"
+        text = log.read_text(errors="replace") if log.exists() else "(no log)"
+        return f"--- {log} ---\n{text[-characters:]}"
 
     def restart(self) -> None:
         """A fast restart: every connection is cut, as in a failover."""
@@ -141,3 +171,31 @@ def find_postgres() -> tuple[str | None, ThrowawayCluster | None, str]:
         return cluster.url, cluster, "a throwaway cluster started with initdb/pg_ctl"
     cluster.stop()
     return None, None, "no server on 127.0.0.1:5432 and no usable initdb/pg_ctl"
+
+
+@dataclass
+class PostgresServer:
+    admin_url: str
+    template: str
+    cluster: ThrowawayCluster | None
+
+    def url_for(self, database: str) -> str:
+        base, _, _ = self.admin_url.rpartition("/")
+        return f"{base}/{database}"
+
+    def execute(self, statement: str) -> None:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(statement.encode())
+
+
+# How the session's PostgreSQL was found, for the message of a test that cannot run without it.
+SEARCH: dict[str, str] = {}
+
+
+def require_postgres(server: PostgresServer | None) -> PostgresServer:
+    if server is not None:
+        return server
+    message = f"PostgreSQL NOT FOUND ({SEARCH.get('how')}): PostgreSQL tests cannot run"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + " (a failure under CI=true)")
+    pytest.skip(message)

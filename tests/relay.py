@@ -107,10 +107,10 @@ class Relay:
 
 
 class CommitCutter(Relay):
-    """In front of PostgreSQL: once armed, the first transaction whose statements contain
-    `marker` has its COMMIT passed to the server, the answer dropped and the connection cut
-    (the commit happened; the client cannot know), every other connection is cut too, and
-    new connections are refused for `refuse_seconds` after."""
+    """In front of PostgreSQL: once armed, the first statement that contains `marker` (one
+    that commits as the server runs it) is passed to the server, its answer dropped and the
+    connection cut (the commit happened; the client cannot know), every other connection is
+    cut too, and new connections are refused for `refuse_seconds` after."""
 
     def __init__(self, upstream_port: int, marker: bytes, refuse_seconds: float) -> None:
         super().__init__(upstream_port)
@@ -120,18 +120,14 @@ class CommitCutter(Relay):
         self.cut = threading.Event()
 
     def from_client(self, pair: Pair, chunk: bytes) -> bytes:
-        if not self.armed.is_set():
+        if not self.armed.is_set() or self.marker not in chunk:
             return chunk
-        if self.marker in chunk:
-            pair.marked = True
-        if pair.marked and b"COMMIT" in chunk:
-            self.armed.clear()
-            pair.mute = True
-            self.refuse_for(self.refuse_seconds)
-            pair.upstream.sendall(chunk)
-            threading.Timer(0.5, self._cut, args=(pair,)).start()
-            return b""
-        return chunk
+        self.armed.clear()
+        pair.mute = True
+        self.refuse_for(self.refuse_seconds)
+        pair.upstream.sendall(chunk)
+        threading.Timer(0.5, self._cut, args=(pair,)).start()
+        return b""
 
     def _cut(self, pair: Pair) -> None:
         pair.cut()
@@ -142,10 +138,38 @@ class CommitCutter(Relay):
         self.cut.set()
 
 
+class FreezingRelay(Relay):
+    """In front of PostgreSQL: once armed, the first connection that sends `marker` has that
+    chunk passed to the server and then sends nothing more until `thaw` (its process frozen
+    right after the statement went out, its TCP connection still up); answers still reach it."""
+
+    def __init__(self, upstream_port: int, marker: bytes) -> None:
+        super().__init__(upstream_port)
+        self.marker = marker
+        self.armed = threading.Event()
+        self.frozen = threading.Event()
+        self.thawed = threading.Event()
+
+    def from_client(self, pair: Pair, chunk: bytes) -> bytes:
+        if pair.marked:
+            self.thawed.wait(120)
+            return chunk
+        if self.armed.is_set() and self.marker in chunk:
+            self.armed.clear()
+            pair.marked = True
+            self.frozen.set()
+        return chunk
+
+    def thaw(self) -> None:
+        self.thawed.set()
+
+
 class S3Relay(Relay):
     """In front of an S3 server: records each request line; once `hold_parts` is set, an
     UploadPart request waits (`part_held` set) until `release` is set; once `truncate_after`
-    is set, a response is cut after that many bytes."""
+    is set, a response is cut after that many bytes; once `lose_complete_answer` is set, the
+    next CompleteMultipartUpload reaches the server but its answer is dropped, the connection
+    cut and new ones refused for `refuse_seconds`."""
 
     def __init__(self, upstream_port: int) -> None:
         super().__init__(upstream_port)
@@ -155,6 +179,8 @@ class S3Relay(Relay):
         self.part_held = threading.Event()
         self.release = threading.Event()
         self.truncate_after: int | None = None
+        self.lose_complete_answer = threading.Event()
+        self.refuse_seconds = 2.0
 
     @property
     def endpoint(self) -> str:
@@ -175,6 +201,14 @@ class S3Relay(Relay):
             if first.startswith("PUT ") and "partNumber=" in first and self.hold_parts.is_set():
                 self.part_held.set()
                 self.release.wait(60)
+            completing = first.startswith("POST ") and "uploadId=" in first
+            if completing and self.lose_complete_answer.is_set():
+                # The upload completes; its answer never comes back, nor does the store for a
+                # moment (a proxy restarting).
+                self.lose_complete_answer.clear()
+                pair.mute = True
+                self.refuse_for(self.refuse_seconds)
+                threading.Timer(0.5, pair.cut).start()
         return chunk
 
     def from_server(self, pair: Pair, chunk: bytes) -> bytes:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
+import csv
+import os
 import re
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from reportexport import cli
-from tests.conftest import EXAMPLES
+from reportexport.entrypoints import cli
+from tests.helpers import EXAMPLES
 
 TOKENS: dict[str, str] = {}
 
@@ -46,6 +52,8 @@ def test_a_local_export_is_owned_by_the_default_user_and_written(
     assert code == 0, capsys.readouterr().err
     ((_, owner, status, rows),) = jobs_in(home)
     assert (owner, status) == ("demo", "succeeded")
+    with sqlite3.connect(home / "reportexport.db") as conn:  # a short-lived worker: no heartbeat
+        assert conn.execute("SELECT count(*) FROM heartbeats").fetchone() == (0,)
     assert target.read_text().startswith("order_id,ordered_at,customer,")
     assert rows == len(target.read_text().splitlines()) - 1 > 0
 
@@ -109,8 +117,8 @@ def test_jobs_download_writes_the_file_whole(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`jobs download` over the API (the app in process), to a file that appears only whole."""
-    from reportexport import client as remote
     from reportexport.composition import load_settings, running
+    from reportexport.entrypoints import client as remote
 
     assert cli.main(["export", "orders_by_day", "--param", "day=2024-01-06"]) == 0
     ((job_id, *_),) = jobs_in(home)
@@ -281,3 +289,302 @@ def test_what_the_command_line_does_to_people_is_in_the_audit(
     assert len(capsys.readouterr().out.splitlines()) == 1
     assert cli.main(["audit", "--action", "delete_everything"]) == 2
     assert "is not one of" in capsys.readouterr().err
+
+
+def _leaf_commands(
+    parser: argparse.ArgumentParser, words: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command the parser runs, as the words that name it and the parser that reads it
+    (a command whose actions are optional, `effects`, is one itself)."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if sub is None or not sub.required:
+        yield words, parser
+    if sub is not None:
+        for name, child in sub.choices.items():
+            yield from _leaf_commands(child, (*words, name))
+
+
+def _value_for(action: argparse.Action) -> str:
+    if action.choices:
+        return str(next(iter(action.choices)))
+    return "1" if action.type in (int, float) else "x"
+
+
+def _arguments(
+    parser: argparse.ArgumentParser, words: tuple[str, ...], odd: argparse.Action
+) -> list[str]:
+    """The command with what it requires, and `odd` given the undecodable byte 0xff."""
+    given: list[str] = list(words)
+    positionals: list[str] = []
+    grouped = {a for g in parser._mutually_exclusive_groups if g.required for a in g._group_actions}
+    chosen = [g._group_actions[0] for g in parser._mutually_exclusive_groups if g.required]
+    for action in parser._actions:
+        wanted = action is odd or action.required or (action in chosen and odd not in grouped)
+        if not wanted or isinstance(action, argparse._HelpAction):
+            continue
+        value = "x\udcff" if action is odd else _value_for(action)
+        if not action.option_strings:
+            positionals.append(value)
+        elif action.nargs == 0:
+            given.append(action.option_strings[-1])
+        else:
+            given += [action.option_strings[-1], value]
+    return given + positionals
+
+
+def _takes_text(action: argparse.Action) -> bool:
+    return (
+        action.nargs != 0
+        and not action.choices
+        and action.type not in (int, float)
+        and not isinstance(action, argparse._HelpAction | argparse._SubParsersAction)
+    )
+
+
+def test_every_command_refuses_an_undecodable_argument_by_name_with_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each argument of each command that takes text, given a byte that is not UTF-8 (as
+    Python's argv carries it), is refused by name with exit 2 before anything runs."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REPORTEXPORT_HOME", str(tmp_path / "var"))
+    tried = 0
+    for words, parser in _leaf_commands(cli.build_parser()):
+        for action in filter(_takes_text, parser._actions):
+            argv = _arguments(parser, words, action)
+            code = cli.main(argv)
+            err = capsys.readouterr().err
+            name = action.option_strings[-1] if action.option_strings else action.dest
+            assert code == 2, (argv, err)
+            assert err.strip().splitlines() == [
+                f"reportexport {' '.join(words[:2])}: {name} 'x\\udcff' is not valid UTF-8 "
+                "(byte 0xff at position 1): give it as UTF-8 text"
+            ], argv
+            tried += 1
+    assert tried > 60  # the parser's commands were found, not a handful
+    assert not (tmp_path / "var").exists()  # refused before anything was made
+
+
+def test_an_undecodable_byte_from_the_shell_is_named_not_a_traceback(tmp_path: Path) -> None:
+    """The same through a real argv: bytes that are not UTF-8 (as a shell passes them)."""
+    env = {**os.environ, "REPORTEXPORT_HOME": str(tmp_path / "var")}
+    for argv in (
+        [b"export", b"orders_\xff", b"--server", b"http://127.0.0.1:9", b"--token", b"rxp_x"],
+        [b"schedules", b"create", b"orders", b"--cron", b"0 8 * * \xff", b"--time-zone", b"UTC"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "reportexport", *argv],
+            capture_output=True, cwd=tmp_path, env=env, timeout=120,
+        )  # fmt: skip
+        err = done.stderr.decode("utf-8")
+        assert done.returncode == 2, err
+        assert "Traceback" not in err
+        assert "is not valid UTF-8 (byte 0xff" in err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--param", "day=2024-01-05", "--relative", "day=yesterday"],
+         "parameter 'day' is given by both --param and --relative; give it once, with "
+         "one of them"),
+        (["--relative", "day=yesterday", "--relative", "day=today"],
+         "--relative 'day' is given more than once; give it once"),
+        (["--relative", "day"], "--relative takes NAME=WORD (day=yesterday), not 'day'"),
+    ],
+)  # fmt: skip
+def test_a_parameter_given_twice_to_schedules_create_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    """Nothing is dropped silently: which value was meant cannot be known (no server is asked)."""
+    create = ["schedules", "create", "orders_by_day", "--cron", "0 8 * * *", "--time-zone", "UTC"]
+    remote = ["--server", "http://127.0.0.1:9", "--token", "rxp_x"]
+    assert cli.main([*create, *arguments, *remote]) == 2
+    assert capsys.readouterr().err.strip() == f"reportexport schedules create: {message}"
+
+
+def test_schedules_without_a_server_say_how_to_start_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("REPORTEXPORT_SERVER", raising=False)
+    monkeypatch.setenv("REPORTEXPORT_TOKEN", "rxp_x")
+    assert cli.main(["schedules", "list", "--server", "http://127.0.0.1:9"]) == 1
+    err = capsys.readouterr().err
+    assert "no server answers at http://127.0.0.1:9" in err
+    assert "./scripts/run" in err
+    monkeypatch.delenv("REPORTEXPORT_TOKEN")
+    assert cli.main(["schedules", "list"]) == 2
+    assert "`reportexport users token NAME` makes a new one" in capsys.readouterr().err
+
+
+@pytest.fixture
+def served(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The demo's API in this process, which the command line reaches as demo's server."""
+    from reportexport.composition import load_settings, running
+    from reportexport.entrypoints import client as remote
+
+    with running(load_settings()) as runtime:
+        app = runtime.app()
+        bearer = {"Authorization": f"Bearer {TOKENS['demo']}"}
+        monkeypatch.setattr(remote, "connect", lambda settings: TestClient(app, headers=bearer))
+        monkeypatch.setenv("REPORTEXPORT_SERVER", "http://testserver")
+        monkeypatch.setenv("REPORTEXPORT_TOKEN", TOKENS["demo"])
+        yield runtime
+
+
+def test_schedules_create_takes_ends_at_as_rfc_3339(
+    served: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create = ["schedules", "create", "orders_by_day", "--cron", "0 8 * * *",
+              "--time-zone", "Europe/Paris", "--relative", "day=yesterday"]  # fmt: skip
+    assert cli.main([*create, "--ends-at", "2099-01-31T18:00:00+01:00"]) == 0, capsys.readouterr()
+    assert "schedule 1 orders_by_day (demo)" in capsys.readouterr().out
+    assert cli.main([*create, "--ends-at", "2099-01-31"]) == 2
+    assert "ends_at: '2099-01-31' is not a timestamp (RFC 3339)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["users", "list"],
+        ["users", "add", "alice"],
+        ["export", "orders_by_day", "--param", "day=2024-01-05"],
+        ["queries", "list"],
+        ["workers"],
+        ["sweep", "--dry-run"],
+        ["db", "check"],
+        ["db", "purges"],
+    ],
+)
+def test_outside_a_home_a_command_says_there_is_none_and_makes_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    arguments: list[str],
+) -> None:
+    for name in ("HOME", "DATABASE_URL", "CATALOG", "OBJECTS_URL", "SERVER", "CONFIG"):
+        monkeypatch.delenv(f"REPORTEXPORT_{name}", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(arguments) == 2
+    err = capsys.readouterr().err
+    grouped = arguments[0] in ("users", "queries", "db")
+    command = " ".join(arguments[:2]) if grouped else arguments[0]
+    assert err.strip().splitlines() == [
+        f"reportexport {command}: "
+        "no reportexport home here: var has no job store (var/reportexport.db) and no catalog "
+        "(var/catalog.toml). Make one with `reportexport demo` (or `./scripts/run`), or point at "
+        "yours with $REPORTEXPORT_HOME (or --database and --catalog)"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_named_sqlite_store_that_does_not_exist_is_not_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REPORTEXPORT_HOME", str(tmp_path / "var"))
+    url = f"sqlite:///{tmp_path / 'typo.db'}"
+    assert cli.main(["users", "list", "--database", url]) == 1
+    assert f"no job store at {tmp_path / 'typo.db'}: make it with `reportexport db upgrade " \
+        f"--database {url}`" in capsys.readouterr().err  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+    assert cli.main(["db", "upgrade", "--database", url]) == 0  # which makes it
+    assert cli.main(["users", "list", "--database", url]) == 0
+
+
+def test_schedules_preview_says_how_close_the_firings_come(
+    served: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    preview = ["schedules", "preview", "--time-zone", "Europe/Paris", "--cron"]
+    assert cli.main([*preview, "30 1,2 * * *"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == (
+        "At 01:30 and 02:30 every day (Europe/Paris). Firings at least 30 minutes apart; the "
+        "shortest gap "
+        "allowed is 1 minute."
+    )
+    assert len(re.findall(r"^  next: ", out, re.MULTILINE)) == 5
+    assert cli.main([*preview, "*/10 * * * * *"]) == 2
+    assert "fires 10 seconds after its firing of" in capsys.readouterr().err
+
+
+def _schedules_in(home: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(home / "reportexport.db") as conn:
+        return conn.execute("SELECT cron, pause_reason FROM schedules ORDER BY id").fetchall()
+
+
+@pytest.mark.parametrize("how", [["db", "upgrade"], ["users", "list"]])
+def test_an_upgrade_pauses_the_schedules_that_fire_too_often_with_the_reason(
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: list[str],
+) -> None:
+    """`db upgrade`, and the embedded store's own upgrade at any command's start."""
+    from reportexport.composition import load_settings, running
+
+    with running(load_settings({"min_schedule_period_seconds": 1})) as runtime:
+        person = runtime.people.get("demo")
+        assert person is not None
+        for cron in ("*/5 * * * * *", "0 8 * * *"):
+            runtime.schedules.create(person, "orders_by_day", {"day": {"relative": "yesterday"}},
+                                     cron=cron, time_zone="UTC")  # fmt: skip
+    assert [reason for _, reason in _schedules_in(home)] == [None, None]
+    assert cli.main(how) == 0
+    why = ("'*/5 * * * * *' fires 5 seconds after its firing of {day} 00:00:00 (UTC): the shortest "
+           "gap allowed between two firings is 1 minute; delete this schedule and make one that "
+           "fires less often")  # fmt: skip
+    ((first, reason), (second, untouched)) = _schedules_in(home)
+    assert (first, second, untouched) == ("*/5 * * * * *", "0 8 * * *", None)
+    assert re.fullmatch(why.format(day=r"\d{4}-\d{2}-\d{2}").replace("(", r"\(").replace(")", r"\)")
+                        .replace("*", r"\*"), reason)  # fmt: skip
+    if how[0] == "db":
+        assert f"schedule 1 (demo) paused: {reason}" in capsys.readouterr().out
+
+
+def test_groups_and_attributes_at_the_command_line_decide_what_the_demo_user_runs(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo: `demo` may not run the finance query until an operator adds them to
+    `finance`; "Customers of my country" takes their `country` (FR) from their record."""
+    target = home.parent / "revenue.csv"
+    assert cli.main(["export", "revenue_by_month", "-o", str(target)]) == 2
+    assert "no saved query 'revenue_by_month'" in capsys.readouterr().err
+    assert cli.main(["groups", "add", "finance", "demo"]) == 0
+    assert cli.main(["export", "revenue_by_month", "-o", str(target)]) == 0
+    assert target.read_text().startswith("month,orders,revenue")
+    assert cli.main(["groups", "remove", "finance", "demo"]) == 0
+    assert "demo left finance" in capsys.readouterr().out
+
+    mine = home.parent / "mine.csv"
+    assert cli.main(["export", "my_country_customers", "--param", "country=DE"]) == 2
+    assert "is bound to your attribute country" in capsys.readouterr().err
+    assert cli.main(["export", "my_country_customers", "-o", str(mine)]) == 0
+    rows = list(csv.DictReader(mine.read_text().splitlines()))
+    assert rows
+    assert {row["country"] for row in rows} == {"FR"}
+    assert cli.main(["users", "set", "demo", "country", "DE"]) == 0
+    assert cli.main(["users", "access", "demo"]) == 0
+    assert "country = DE (operator)" in capsys.readouterr().out
+    assert cli.main(["audit", "--limit", "5"]) == 0
+    said = capsys.readouterr().out
+    assert "set_attribute person demo: country = DE" in said
+    assert "remove_member group finance: removed demo" in said
+
+
+def test_suspending_at_the_command_line_stops_the_token_until_resumed(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["users", "add", "robot", "--service"]) == 0
+    assert "service account (user) robot" in capsys.readouterr().out
+    assert cli.main(["users", "suspend", "demo", "--reason", "on leave"]) == 0
+    said = capsys.readouterr().out
+    assert "demo: suspended" in said
+    assert cli.main(["users", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert re.search(r"demo\s+user\s+suspended \d{4}-\d\d-\d\d by command line", listed)
+    assert re.search(r"robot\s+user \(service\)\s+active", listed)
+    assert cli.main(["users", "suspend", "demo"]) == 1
+    assert "no active, unsuspended person 'demo'" in capsys.readouterr().err
+    assert cli.main(["users", "resume", "demo"]) == 0
+    assert "demo: resumed" in capsys.readouterr().out

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reportexport import composition
-from tests.conftest import REPO_ROOT, TOOLKIT_SRC
+from tests.helpers import REPO_ROOT, TOOLKIT_SRC
 
 SRC = REPO_ROOT / "src" / "reportexport"
 TOOLKIT = TOOLKIT_SRC / "frozen_lifecycle"
@@ -59,7 +59,7 @@ def test_only_the_composition_root_builds_the_graph_and_the_settings() -> None:
                 if builds_graph and (package, relative, owner) not in GRAPH_PLACES:
                     offenders.append(f"{package.name}/{relative}:{line} in {owner}: {name}")
                 settings = name in ("Settings", "Settings.load") or name.endswith(".Settings")
-                if settings and relative not in ("composition.py", "settings.py"):
+                if settings and relative not in ("composition.py", "core/settings.py"):
                     offenders.append(f"{package.name}/{relative}:{line} in {owner}: {name}")
     assert sorted(set(offenders)) == []
 
@@ -79,7 +79,7 @@ def test_a_process_loads_the_graph_once_for_every_part(
 
     monkeypatch.setattr(graph, "build_graph", counted)
     settings = composition.load_settings(environ={"REPORTEXPORT_HOME": str(tmp_path)})
-    from reportexport.demo import build_demo_database, write_demo_catalog
+    from reportexport.entrypoints.demo import build_demo_database, write_demo_catalog
 
     build_demo_database(tmp_path / "demo.duckdb", rows=100)
     write_demo_catalog(tmp_path / "catalog.toml")
@@ -87,7 +87,7 @@ def test_a_process_loads_the_graph_once_for_every_part(
         app = runtime.app()
         runtime.worker()
         runtime.effects_runner()
-        assert runtime.exports.saved_queries()
+        assert runtime.exports.public_queries()
         assert app.openapi()["components"]["schemas"]["JobOut"]["properties"]["status"]["enum"]
         assert runtime.database.schema.status().current
     assert len(builds) == 1
@@ -96,7 +96,7 @@ def test_a_process_loads_the_graph_once_for_every_part(
 def test_a_fixture_other_than_the_generated_one_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.store.conftest import graph_with_archived
+    from tests.helpers import graph_with_archived
 
     other, _ = graph_with_archived(tmp_path)
     with pytest.raises(composition.SetupError, match="reportexport generate"):
@@ -108,3 +108,24 @@ def test_a_fixture_other_than_the_generated_one_is_refused(
     assert composition.packaged_graph(composition.load_settings().graph).source.endswith(
         "job-status-graph.json"
     )
+
+
+def test_the_effects_runner_takes_its_links_and_addresses_from_the_settings(
+    tmp_path: Path,
+) -> None:
+    """A webhook's download link lives `link_seconds` and starts at `public_url`, as every
+    other link does."""
+    from reportexport.entrypoints.demo import build_demo_database, write_demo_catalog
+
+    settings = composition.load_settings(
+        environ={
+            "REPORTEXPORT_HOME": str(tmp_path),
+            "REPORTEXPORT_LINK_SECONDS": "600",
+            "REPORTEXPORT_PUBLIC_URL": "https://exports.example.com",
+        }
+    )
+    build_demo_database(tmp_path / "demo.duckdb", rows=10)
+    write_demo_catalog(tmp_path / "catalog.toml")
+    with composition.running(settings) as runtime:
+        context = runtime.effects_runner().context
+        assert (context.link_seconds, context.public_url) == (600, "https://exports.example.com")

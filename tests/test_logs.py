@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import logging
 
-from reportexport.logs import JsonFormatter
+from reportexport.core.logs import JsonFormatter
 
 
 def test_a_log_line_is_one_json_object_with_the_job_id() -> None:
-    record = logging.LogRecord("reportexport.worker", logging.WARNING, __file__, 1,
+    record = logging.LogRecord("reportexport.runners.worker", logging.WARNING, __file__, 1,
                                "job %s: lease expired", (42,), None)  # fmt: skip
     record.job_id = 42
     entry = json.loads(JsonFormatter().format(record))
     assert entry["message"] == "job 42: lease expired"
     assert (entry["level"], entry["logger"], entry["job_id"]) == (
         "warning",
-        "reportexport.worker",
+        "reportexport.runners.worker",
         42,
     )
     assert entry["at"].endswith("+00:00")

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 
-from reportexport.loops import Supervisor
+from reportexport.core.loops import Supervisor
+from tests.helpers import wait_for
 
 
 class BlinkError(Exception):
     pass
-
-
-def wait_until(predicate: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
 
 
 def test_a_transient_failure_is_retried_and_then_forgotten() -> None:
@@ -31,8 +24,19 @@ def test_a_transient_failure_is_retried_and_then_forgotten() -> None:
 
     loops = Supervisor(stopping=stop, transient=(BlinkError,), first_delay=0.01)
     loops.start("work", step)
-    wait_until(lambda: len(calls) >= 2 and loops.troubled == ["work"])
-    wait_until(lambda: len(calls) >= 4 and loops.troubled == [])
+    # The loop is troubled for a few hundredths of a second only: look often.
+    wait_for(
+        lambda: len(calls) >= 2 and loops.troubled == ["work"],
+        10,
+        'len(calls) >= 2 and loops.troubled == ["work"]',
+        every=0.002,
+    )
+    wait_for(
+        lambda: len(calls) >= 4 and loops.troubled == [],
+        10,
+        "len(calls) >= 4 and loops.troubled == []",
+        every=0.002,
+    )
     stop.set()
     loops.join()
 
@@ -64,7 +68,7 @@ def test_with_restart_an_unexpected_failure_runs_the_loop_again() -> None:
 
     loops = Supervisor(stopping=stop, transient=(BlinkError,), restart=True, first_delay=0.01)
     loops.start("work", step)
-    wait_until(lambda: len(calls) >= 3)
+    wait_for(lambda: len(calls) >= 3, 10, "len(calls) >= 3", every=0.01)
     assert loops.troubled == []
     stop.set()
     loops.join()

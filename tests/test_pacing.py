@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportexport.pacing import STORAGE, ClaimPlan, Pacing
+from reportexport.core.pacing import STORAGE, ClaimPlan, Pacing
 
 
 class Clock:
@@ -96,7 +96,7 @@ def test_failures_past_the_budget_are_not_charged_and_hold_their_job() -> None:
     assert paced.failed(STORAGE) is True
     # paused: the exports still in flight that fail now are held, not failed
     assert [paced.failed(STORAGE) for _ in range(5)] == [False] * 5
-    assert paced.may_resume(STORAGE) is False
+    assert paced.may_resume(STORAGE, 1) is False
 
 
 def test_a_good_probe_half_opens_one_job_through_and_a_failure_pauses_again() -> None:
@@ -108,8 +108,8 @@ def test_a_good_probe_half_opens_one_job_through_and_a_failure_pauses_again() ->
     assert paced.pause_reason is None
     assert paced.plan(4, {}).limit == 1  # one claim may try it
     assert paced.plan(4, {"demo": 1}).limit == 0  # one in flight already tries it
-    assert paced.may_resume(STORAGE) is True  # a held export takes the trial
-    assert paced.may_resume(STORAGE) is False  # and only one
+    assert paced.may_resume(STORAGE, 1) is True  # a held export takes the trial
+    assert paced.may_resume(STORAGE, 2) is False  # and only one
     assert paced.plan(4, {}).limit == 0
     assert paced.failed(STORAGE) is False  # the trial fails: held, and paused again at once
     assert STORAGE in paced.paused()
@@ -121,8 +121,78 @@ def test_a_good_trial_closes_the_pause_for_everyone() -> None:
     for _ in range(3):
         paced.failed(STORAGE)
     paced.probe_succeeded(STORAGE)
-    assert paced.may_resume(STORAGE) is True
+    assert paced.may_resume(STORAGE, 1) is True
     paced.succeeded(STORAGE)
-    assert paced.may_resume(STORAGE) is True
-    assert paced.may_resume(STORAGE) is True
+    assert paced.may_resume(STORAGE, 2) is True
+    assert paced.may_resume(STORAGE, 3) is True
     assert paced.plan(4, {}).limit == 4
+
+
+def test_a_trial_that_ends_without_a_verdict_lets_the_next_export_try() -> None:
+    """A held export took the trial, then ended otherwise (a cancel, a query error, a leftover
+    object): the trial is released, the next held export may take it, and claims resume."""
+    paced, _ = pacing(limit=3)
+    for _ in range(3):
+        paced.failed(STORAGE)
+    paced.probe_succeeded(STORAGE)
+    assert paced.may_resume(STORAGE, 7) is True
+    assert paced.may_resume(STORAGE, 8) is False
+    paced.release_trial(STORAGE, 8)  # not its trial: nothing changes
+    assert paced.may_resume(STORAGE, 9) is False
+    paced.release_trial(STORAGE, 7)
+    assert paced.plan(4, {}).limit == 1  # half-open again: one claim may try it
+    assert paced.may_resume(STORAGE, 8) is True
+    assert paced.may_resume(STORAGE, 8) is True  # the holder asking again keeps it
+    assert paced.may_resume(STORAGE, 9) is False
+
+
+def test_a_released_trial_of_a_source_readmits_its_jobs() -> None:
+    paced, _ = pacing(limit=2)
+    for _ in range(2):
+        paced.failed("demo")
+    paced.probe_succeeded("demo")
+    assert paced.may_resume("demo", 1) is True
+    assert paced.plan(4, {}).excluded_sources == ("demo",)
+    paced.release_trial("demo", 1)
+    assert paced.plan(4, {}).excluded_sources == ()
+    assert paced.plan(4, {"demo": 1}).excluded_sources == ("demo",)
+
+
+def test_releasing_after_a_verdict_changes_nothing() -> None:
+    """A trial that failed pauses again; its release afterwards must not reopen the pause, nor
+    take a later trial from the export that holds it."""
+    paced, clock = pacing(limit=3)
+    for _ in range(3):
+        paced.failed(STORAGE)
+    paced.probe_succeeded(STORAGE)
+    assert paced.may_resume(STORAGE, 1) is True
+    assert paced.failed(STORAGE) is False
+    paced.release_trial(STORAGE, 1)
+    assert STORAGE in paced.paused()
+    assert paced.plan(4, {}).limit == 0
+    clock.now += 10
+    paced.probe_succeeded(STORAGE)
+    assert paced.may_resume(STORAGE, 2) is True
+    paced.release_trial(STORAGE, 1)
+    assert paced.may_resume(STORAGE, 3) is False
+    paced.succeeded(STORAGE)
+    paced.release_trial(STORAGE, 2)
+    assert paced.plan(4, {}).limit == 4
+
+
+def test_a_running_trial_shows_as_a_pause_with_its_reason_and_is_not_probed() -> None:
+    """While the trial export runs, nothing else of the store is claimed: the heartbeat says
+    so (paused, and why); the trial is the probe, so no other probe is due."""
+    paced, clock = pacing(limit=3)
+    for _ in range(3):
+        paced.failed(STORAGE)
+    clock.now += 5
+    paced.probe_succeeded(STORAGE)
+    assert paced.pause_reason is None
+    assert paced.may_resume(STORAGE, 1) is True
+    assert paced.pause_reason == "storage_unavailable"
+    assert STORAGE in paced.paused()
+    clock.now += 100
+    assert paced.due_probes() == []
+    paced.release_trial(STORAGE, 1)
+    assert paced.pause_reason is None

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reportexport import schedules
-from reportexport.schedules import (
+from reportexport.core import zones
+from reportexport.timetable import firings as schedules
+from reportexport.timetable.firings import (
     HORIZON,
     Cron,
     Due,
@@ -260,12 +261,49 @@ FIELDS = "five fields (minute hour day month weekday), or six with seconds first
         ("0 25 * * *", PARIS, "cron", "'0 25 * * *': Bad hour"),
         ("61  0 * * *", PARIS, "cron", "'61  0 * * *': Bad minute"),  # quoted as written
         ("0 0 30 2 *", PARIS, "cron", "'0 0 30 2 *': Bad day-of-month"),  # no February 30th
-        ("0 8 * * *", "Paris", "time_zone", "'Paris' is not an IANA time zone (Europe/Paris, UTC)"),
+        (
+            "0 8 * * *",
+            "Paris",
+            "time_zone",
+            "'Paris' is not an IANA time zone: did you mean Europe/Paris?",
+        ),
+        (
+            "0 8 * * *",
+            "europe/paris",
+            "time_zone",
+            "'europe/paris' is not an IANA time zone: did you mean Europe/Paris?",
+        ),
+        (
+            "0 8 * * *",
+            "Europe/Pariss",
+            "time_zone",
+            "'Europe/Pariss' is not an IANA time zone: did you mean Europe/Paris?",
+        ),
+        (
+            "0 8 * * *",
+            "new york",
+            "time_zone",
+            "'new york' is not an IANA time zone: did you mean America/New_York?",
+        ),
         (
             "0 8 * * *",
             "Europe/Atlantis",
             "time_zone",
-            "'Europe/Atlantis' is not an IANA time zone (Europe/Paris, UTC)",
+            "'Europe/Atlantis' is not an IANA time zone: e.g. Europe/Paris, UTC",
+        ),
+        # The server's own zone, and tzdata's placeholder for a machine not set up (offset -00):
+        # in the zone database, but no place's zone.
+        (
+            "0 8 * * *",
+            "localtime",
+            "time_zone",
+            "'localtime' is not an IANA time zone: e.g. Europe/Paris, UTC",
+        ),
+        (
+            "0 8 * * *",
+            "Factory",
+            "time_zone",
+            "'Factory' is not an IANA time zone: e.g. Europe/Paris, UTC",
         ),
     ],
 )
@@ -278,15 +316,15 @@ def test_a_wrong_expression_or_zone_names_its_field(
 
 
 def test_the_list_of_zones_is_read_on_first_use_and_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(schedules, "_ZONES", set())
+    monkeypatch.setattr(zones, "_ZONES", set())
     assert parse_zone("Europe/Paris") == ZoneInfo("Europe/Paris")
-    read = schedules._ZONES
+    read = zones._ZONES
     assert read == available_timezones() - {"localtime", "Factory", "posixrules"}
 
     def read_again() -> set[str]:
         raise AssertionError("the list of zones was read a second time")
 
-    monkeypatch.setattr(schedules, "available_timezones", read_again)
+    monkeypatch.setattr(zones, "available_timezones", read_again)
     assert parse_zone("Asia/Kolkata") == ZoneInfo("Asia/Kolkata")
 
 
@@ -303,7 +341,7 @@ def test_a_listed_zone_the_database_cannot_load_is_refused_with_the_reason(
 ) -> None:
     # The list is read once; a zone removed from the database since (an upgrade of tzdata
     # while the service runs) is still listed, and the loader's own words say what failed.
-    monkeypatch.setattr(schedules, "_ZONES", {"Gone/Zone"})
+    monkeypatch.setattr(zones, "_ZONES", {"Gone/Zone"})
     with pytest.raises(ScheduleError) as raised:
         Cron.parse("0 8 * * *", "Gone/Zone")
     assert (raised.value.field, str(raised.value)) == (
@@ -431,7 +469,8 @@ def test_a_relative_value_is_refused_by_name_where_it_cannot_go(
     types = {"day": "date", "n": "integer"}
     with pytest.raises(ScheduleError) as raised:
         resolve({"first": 1, **parameters}, types, at(2026, 1, 1), ZoneInfo("UTC"))
-    assert (raised.value.field, str(raised.value)) == ("parameters", message)
+    named = f"parameters.{next(iter(parameters))}"  # the parameter itself, by name
+    assert (raised.value.field, str(raised.value)) == (named, message)
 
 
 EXPRESSIONS = ["0 8 * * *", "*/15 * * * *", "30 2 * * *", "0 0 1 * *", "0 9 * * 1-5", "5 1-3 * * *"]
@@ -463,7 +502,7 @@ def test_firing_times_rise_strictly_and_fall_on_the_expression_or_just_after_a_g
 
 
 def test_every_iana_time_zone_has_the_documented_shape() -> None:
-    from reportexport.schedules import TIME_ZONE_PATTERN
+    from reportexport.timetable.firings import TIME_ZONE_PATTERN
 
     assert all(re.fullmatch(TIME_ZONE_PATTERN, zone) for zone in available_timezones())
     assert not re.fullmatch(TIME_ZONE_PATTERN, "../etc/passwd")

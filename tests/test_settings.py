@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reportexport.settings import FIELDS, Settings, SettingsError
-from tests.conftest import REPO_ROOT
+from reportexport.core.settings import FIELDS, Settings, SettingsError
+from tests.helpers import REPO_ROOT
 
 
 def test_each_layer_wins_over_the_next(tmp_path: Path) -> None:
@@ -108,12 +108,12 @@ def test_the_parts_take_their_defaults_from_the_settings() -> None:
     """Each default lives once, on the settings: a part built without a value uses it."""
     import inspect
 
-    from reportexport.effects.backoff import RetryPolicy
-    from reportexport.effects.runner import RunnerSettings
+    from reportexport.runners.effects.backoff import RetryPolicy
+    from reportexport.runners.effects.runner import RunnerSettings
+    from reportexport.runners.worker import WorkerSettings
     from reportexport.services.exports import ExportService, Fairness
     from reportexport.services.schedules import ScheduleLimits
     from reportexport.store import open_database
-    from reportexport.worker import WorkerSettings
 
     defaults = Settings()
     assert (Fairness().max_active, Fairness().max_per_window) == (

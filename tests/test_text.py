@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reportexport.text import printable, quoted, unsafe_text
+from reportexport.core.text import printable, quoted, unsafe_text
 
 
 @pytest.mark.parametrize("value", ["", "plain", "é ✓ 𝄞", "\ud7ff", "\ue000", "tab\tnew\nline"])

@@ -11,8 +11,8 @@ import pytest
 from frozen_lifecycle import cli as toolkit
 from frozen_lifecycle.graph import load_graph
 from frozen_lifecycle.render import render_mermaid, render_table
-from reportexport import cli
-from tests.conftest import FIXTURE_PATH, REPO_ROOT
+from reportexport.entrypoints import cli
+from tests.helpers import FIXTURE_PATH, REPO_ROOT
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 import sys
 
-from reportexport.cli import main
+from reportexport.entrypoints.cli import main
 
 sys.exit(main())

@@ -18,30 +18,32 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from frozen_lifecycle.graph import Graph, InvalidGraphError, load_graph
-from reportexport import lifecycle
-from reportexport.catalog import Catalog, CatalogError, load_catalog
-from reportexport.fixture import packaged_fixture_path
+from reportexport.core import lifecycle
+from reportexport.core.catalog import Catalog, CatalogError, load_catalog
+from reportexport.core.fixture import packaged_fixture_path
+from reportexport.core.parameters import ParameterError
+from reportexport.core.records import Heartbeat, MetricsSnapshot, ProcessKind, Schedule, SourceCap
+from reportexport.core.settings import Settings, SettingsError
+from reportexport.core.text import printable
 from reportexport.objects import (
     ObjectStore,
     ObjectStoreError,
     ObjectStoreUnavailableError,
     open_object_store,
 )
-from reportexport.parameters import ParameterError
-from reportexport.records import Heartbeat, MetricsSnapshot, ProcessKind, SourceCap
+from reportexport.services.access import AccessService, StoreMembers
 from reportexport.services.errors import InvalidInputError, ServiceError
 from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.operators import OperatorService
 from reportexport.services.people import PeopleService
-from reportexport.services.schedules import ScheduleLimits, ScheduleService
+from reportexport.services.schedules import ScheduleLimits, ScheduleService, pause_too_frequent
 from reportexport.services.sessions import SessionService
 from reportexport.services.webhooks import WebhookService
-from reportexport.settings import Settings, SettingsError
 from reportexport.store import (
     Database,
     SchemaMismatchError,
@@ -49,7 +51,6 @@ from reportexport.store import (
     open_database,
 )
 from reportexport.store.schema import redact
-from reportexport.text import printable
 
 log = logging.getLogger("reportexport")
 
@@ -60,9 +61,10 @@ if TYPE_CHECKING:
     import httpx
     from fastapi import FastAPI
 
-    from reportexport.effects.runner import EffectsRunner
-    from reportexport.sweeper import SweepReport
-    from reportexport.worker import Worker
+    from reportexport.runners.effects.runner import EffectsRunner
+    from reportexport.runners.sweeper import SweepReport
+    from reportexport.runners.worker import Worker
+    from reportexport.services.company_sign_in import CompanySignIn
 
 
 class SetupError(Exception):
@@ -130,8 +132,12 @@ class Runtime:
         database: Database | None = None,
         catalog: Catalog | None = None,
         objects: ObjectStore | None = None,
+        builds_store: bool = True,
     ) -> None:
+        """`builds_store`: a SQLite job store that does not exist yet may be made (the
+        commands that build a home); otherwise its absence is a SetupError that says so."""
         self.settings = settings
+        self.builds_store = builds_store
         self._given_graph = graph
         self._given_database = database
         self._given_catalog = catalog
@@ -156,6 +162,7 @@ class Runtime:
             if settings.uses_embedded_database:
                 database = self._open_database(check=False)
                 database.schema.upgrade()
+                self.pause_too_frequent_schedules(database)
             else:
                 database = self._open_database()
         except SchemaMismatchError as exc:  # for the operator to fix: exit 2
@@ -164,18 +171,55 @@ class Runtime:
             raise SetupError(str(exc), exit_code=1) from None
         return database
 
-    def _open_database(self, *, check: bool = True, pool_size: int | None = None) -> Database:
+    def _open_database(
+        self, *, check: bool = True, pool_size: int | None = None, dedicated: bool = False
+    ) -> Database:
         settings = self.settings
+        graph = self.graph  # a program built from another fixture says so first
+        if not self.builds_store:
+            self._require_sqlite_file()
         database = open_database(
             settings.database_url,
-            self.graph,
+            graph,
             check=check,
             pool_size=pool_size or settings.db_pool_size,
+            dedicated=dedicated,
             lock_timeout_seconds=settings.db_lock_timeout_seconds,
             statement_timeout_seconds=settings.db_statement_timeout_seconds,
         )
         self._opened.append(database.close)
         return database
+
+    def _require_sqlite_file(self) -> None:
+        """A command that does not build a home finds no SQLite file here: it says where it
+        looked and how to make or name one, and creates nothing (SQLite would make an empty
+        file, and the command would then blame what that file lacks)."""
+        settings = self.settings
+        if not settings.database_url.startswith("sqlite:///"):
+            return
+        path = Path(settings.database_url.removeprefix("sqlite:///"))
+        if path.exists():
+            return
+        if settings.uses_embedded_database:
+            missing = [f"no job store ({path})"]
+            if not settings.catalog.exists():
+                missing.append(f"no catalog ({settings.catalog})")
+            raise SetupError(
+                f"no reportexport home here: {settings.home} has {' and '.join(missing)}. "
+                "Make one with `reportexport demo` (or `./scripts/run`), or point at yours with "
+                "$REPORTEXPORT_HOME (or --database and --catalog)"
+            )
+        raise SetupError(  # as `db check` says of a store without the schema: exit 1
+            f"no job store at {path}: make it with `reportexport db upgrade --database "
+            f"{settings.database_url}`, or name the right file",
+            exit_code=1,
+        )
+
+    def pause_too_frequent_schedules(self, database: Database) -> list[tuple[Schedule, str]]:
+        """After an upgrade: pause (with the reason) each schedule that fires more often than
+        the `min_schedule_period_seconds` setting allows; each one paused and why."""
+        minimum = timedelta(seconds=self.settings.min_schedule_period_seconds)
+        return pause_too_frequent(database.schedules, minimum, datetime.now(UTC))
 
     @property
     def database_label(self) -> str:
@@ -258,6 +302,8 @@ class Runtime:
             effects=self.database.effects,
             downloads=self.database.jobs,
             firings=self.database.schedules,
+            members=StoreMembers(users=self.database.users, groups=self.database.groups),
+            audit=self.database.audit,
             catalog=self.catalog,
             objects=self.objects,
             link_secret=self.link_secret,
@@ -289,27 +335,89 @@ class Runtime:
         )
 
     @functools.cached_property
+    def access(self) -> AccessService:
+        database = self.database
+        return AccessService(
+            groups=database.groups,
+            users=database.users,
+            jobs=database.jobs,
+            schedules=database.schedules,
+            exports=self.exports,
+            people=self.people,
+        )
+
+    @functools.cached_property
     def people(self) -> PeopleService:
         return PeopleService(users=self.database.users)
 
     @functools.cached_property
     def sessions(self) -> SessionService:
         settings = self.settings
+        company = self.company_sign_in
         return SessionService(
             sessions=self.database.sessions,
             people=self.people,
             lifetime=timedelta(hours=settings.session_hours),
             failures_per_minute=settings.sign_in_failures_per_minute,
+            still_in=company.still_in if company is not None else None,
         )
 
-    def worker(self, *, kind: ProcessKind = "worker", restart_loops: bool = True) -> Worker:
-        """A worker whose leases are renewed on a connection of their own."""
-        from reportexport.worker import Worker, WorkerSettings
+    @functools.cached_property
+    def company_sign_in(self) -> CompanySignIn | None:
+        """Sign-in through the identity provider, when the settings name one."""
+        settings = self.settings
+        if not settings.oidc_issuer:
+            return None
+        from reportexport.identity.provider import OpenIDProvider, ProviderSettings
+        from reportexport.services.company_sign_in import (
+            ClaimMapping,
+            CompanySignIn,
+            parse_pairs,
+        )
+
+        if not settings.oidc_client_id:
+            raise SetupError("oidc_issuer is set: oidc_client_id must be too")
+        try:
+            claims = ClaimMapping(
+                name_claim=settings.oidc_name_claim,
+                groups_claim=settings.oidc_groups_claim,
+                group_map=parse_pairs(settings.oidc_group_map, setting="oidc_group_map") or None,
+                attribute_claims=parse_pairs(
+                    settings.oidc_attribute_claims, setting="oidc_attribute_claims"
+                ),
+            )
+            provider = OpenIDProvider(
+                ProviderSettings(
+                    issuer=settings.oidc_issuer,
+                    client_id=settings.oidc_client_id,
+                    client_secret=settings.oidc_client_secret,
+                    redirect_uri=settings.public_url.rstrip("/") + "/sign-in/company/callback",
+                )
+            )
+            return CompanySignIn(
+                provider=provider,
+                users=self.database.users,
+                groups=self.database.groups,
+                sessions=self.database.sessions,
+                access=self.access,
+                claims=claims,
+                lifetime=timedelta(hours=settings.session_hours),
+                recheck=timedelta(minutes=settings.oidc_recheck_minutes),
+            )
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
+
+    def worker(
+        self, *, kind: ProcessKind = "worker", restart_loops: bool = True, beats: bool = True
+    ) -> Worker:
+        """A worker whose leases are renewed on a connection of their own; without `beats`
+        (a short-lived one) it writes no heartbeat."""
+        from reportexport.runners.worker import Worker, WorkerSettings
 
         settings = self.settings
         database = self.database
         if self._given_database is None:
-            lease_queue = self._open_database(pool_size=1).queue
+            lease_queue = self._open_database(dedicated=True).queue
         else:
             lease_queue = database.queue
         return Worker(
@@ -322,6 +430,7 @@ class Runtime:
                 lease_seconds=settings.lease_seconds,
                 retention_seconds=settings.retention_seconds,
                 failure_limit=settings.pause_after_failures,
+                beats=beats,
             ),
             lease_queue=lease_queue,
             restart_loops=restart_loops,
@@ -339,14 +448,17 @@ class Runtime:
             schedules=self.database.schedules,
             exports=self.exports,
             catalog=self.catalog,
-            limits=ScheduleLimits(max_per_person=settings.max_schedules),
+            limits=ScheduleLimits(
+                max_per_person=settings.max_schedules,
+                min_period_seconds=settings.min_schedule_period_seconds,
+            ),
             process=f"{socket.gethostname()}-{os.getpid()}",
         )
 
     def effects_runner(self, *, restart_loops: bool = True) -> EffectsRunner:
-        from reportexport.effects.backoff import RetryPolicy
-        from reportexport.effects.handlers import Context
-        from reportexport.effects.runner import EffectsRunner, RunnerSettings
+        from reportexport.runners.effects.backoff import RetryPolicy
+        from reportexport.runners.effects.handlers import Context
+        from reportexport.runners.effects.runner import EffectsRunner, RunnerSettings
 
         settings = self.settings
         context = Context(
@@ -355,6 +467,7 @@ class Runtime:
             client=self._http_client(),
             allow_private=settings.webhooks_allow_private,
             public_url=settings.public_url,
+            link_seconds=settings.link_seconds,
         )
         try:
             return EffectsRunner(
@@ -374,8 +487,8 @@ class Runtime:
     def app(self, *, troubles: Callable[[], list[str]] = list) -> FastAPI:
         """The HTTP application; `troubles` names what of this process is failing right now
         (a loop of `serve`'s worker or effects runner, paused claims), for /readyz."""
-        from reportexport.api.app import create_app
-        from reportexport.api.deps import AppParts, WebSettings
+        from reportexport.web.app import create_app
+        from reportexport.web.deps import AppParts, WebSettings
 
         settings = self.settings
         return create_app(
@@ -386,6 +499,8 @@ class Runtime:
                 schedules=self.schedules,
                 sessions=self.sessions,
                 operators=self.operators,
+                access=self.access,
+                company=self.company_sign_in,
                 web=WebSettings(
                     max_event_streams=settings.max_event_streams,
                     trust_forwarded_headers=settings.trust_forwarded_headers,
@@ -429,15 +544,32 @@ class Runtime:
         return made
 
     def sweep(self, *, dry_run: bool) -> SweepReport:
-        from reportexport.sweeper import sweep
+        from reportexport.runners.sweeper import sweep
 
         return sweep(self.database.jobs, self.objects, dry_run=dry_run)
 
     def check_catalog(self) -> list[str]:
         """Each saved query described against its source: what cannot run, with its place."""
-        from reportexport.catalog_check import check_queries
+        from reportexport.pipeline.catalog_check import check_queries
 
         return check_queries(self.catalog)
+
+    def check_access(self) -> list[str]:
+        """Each saved query's access rules that cannot work, with its place: a rule naming no
+        group, or a group or attribute the job store does not know (when it answers)."""
+        from reportexport.core.access import rule_problems
+
+        groups: frozenset[str] | None
+        attributes: frozenset[str] | None
+        try:
+            groups, attributes = self.access.known_names()
+        except (SetupError, StoreError):  # no job store to ask: the rules alone are checked
+            groups = attributes = None
+        problems = []
+        for name, query in self.catalog.queries.items():
+            for problem in rule_problems(query.access, groups=groups, attributes=attributes):
+                problems.append(f"{name}: {problem}")
+        return problems
 
     def _http_client(self) -> httpx.Client:
         import httpx
@@ -478,7 +610,7 @@ def refused_input(exc: BaseException) -> bool:
 
 def _place_of(path: Path, text: str, problem: str) -> str:
     """`file:line` of the catalog entry a problem names (`queries.x.sql: ...`)."""
-    from reportexport.catalog_check import place
+    from reportexport.pipeline.catalog_check import place
 
     dotted = problem.split(":", 1)[0].split(" ", 1)[0]
     parts = dotted.split(".")

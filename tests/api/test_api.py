@@ -4,75 +4,21 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from reportexport.catalog import Catalog
-from reportexport.composition import Runtime
-from reportexport.csvformat import DIALECT_VERSION
-from reportexport.links import sign_download
+from reportexport.core.csvformat import DIALECT_VERSION
+from reportexport.core.links import sign_download
+from reportexport.core.records import JobId
 from reportexport.objects import ObjectStore
-from reportexport.settings import Settings
+from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.store import Database
-from reportexport.worker import Worker, WorkerSettings
-from tests.exports.conftest import catalog_for
-from tests.exports.conftest import jobs_db as jobs_db
-from tests.exports.conftest import local_objects as local_objects
-from tests.exports.conftest import sources_dir as sources_dir
-from tests.store.conftest import GRAPH
-
-QUERIES: dict[str, Any] = {
-    "products": {
-        "source": "demo",
-        "title": "Products of a category",
-        "sql": "SELECT * FROM products WHERE category = :category ORDER BY product_id",
-        "parameters": {"category": {"type": "enum", "choices": ["toys", "books"]}},
-    },
-    "endless": {
-        "source": "demo",
-        "sql": "SELECT i FROM range(2000000000) AS t(i)",
-    },
-    "search": {
-        "source": "demo",
-        "title": "Products by a word of their name",
-        "sql": "SELECT * FROM products WHERE name LIKE '%' || :term || '%' ORDER BY product_id",
-        "parameters": {"term": {"type": "string", "max_length": 100}},
-    },
-}
-
-
-@pytest.fixture
-def api(
-    jobs_db: Database,
-    local_objects: ObjectStore,
-    sources_dir: Path,
-) -> Iterator[dict[str, Any]]:
-    catalog = catalog_for(sources_dir, None, QUERIES)
-    people = (("alice", "user"), ("bob", "user"), ("olga", "operator"))
-    tokens = {name: jobs_db.users.add_user(name, role)[1] for name, role in people}
-    with TestClient(runtime_for(jobs_db, catalog, local_objects).app()) as client:
-        yield {"client": client, "tokens": tokens, "db": jobs_db, "catalog": catalog,
-               "objects": local_objects}  # fmt: skip
-
-
-def runtime_for(db: Database, catalog: Catalog, objects: ObjectStore, **settings: Any) -> Runtime:
-    """The composition root over the test's own store, catalog and objects."""
-    chosen = Settings.load(command_line={"link_secret": "secret", **settings}, environ={})
-    return Runtime(chosen, graph=GRAPH, database=db, catalog=catalog, objects=objects)
-
-
-def auth(api: dict[str, Any], who: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api['tokens'][who]}"}
-
-
-def create(api: dict[str, Any], who: str = "alice", **body: Any) -> Any:
-    payload = {"saved_query": "products", "parameters": {"category": "toys"}, **body}
-    return api["client"].post("/api/exports", json=payload, headers=auth(api, who))
+from tests.helpers import GRAPH, auth, catalog_for, create, runtime_for
 
 
 def test_health_and_readiness(api: dict[str, Any]) -> None:
@@ -459,3 +405,31 @@ def test_a_webhook_test_answers_in_seconds_when_the_name_does_not_resolve(
     assert tested.problem == (
         f"hooks.example.com does not resolve: no answer within {TEST_RESOLVE_SECONDS:g} s"
     )
+
+
+def test_number_parameters_are_json_numbers_on_the_way_out(
+    jobs_db: Database, local_objects: ObjectStore, sources_dir: Path
+) -> None:
+    """A number parameter is kept as exact text on the job (what its query runs with), and the
+    API gives it back as the JSON number it took: a whole one as an integer, else a double."""
+    catalog = catalog_for(sources_dir, None, {"scaled": {
+        "source": "demo", "title": "Scaled", "sql": "SELECT :factor * 2 AS doubled",
+        "parameters": {"factor": {"type": "number", "min": 0, "max": 1000.5, "default": 2}},
+    }})  # fmt: skip
+    token = jobs_db.users.add_user("alice", "user")[1]
+    bearer = {"Authorization": f"Bearer {token}"}
+    with TestClient(runtime_for(jobs_db, catalog, local_objects).app()) as client:
+        described = client.get("/api/saved-queries/scaled", headers=bearer).json()
+        (factor,) = described["parameters"]
+        assert (factor["min"], factor["max"], factor["default"]) == (0, 1000.5, 2)
+        for sent, kept in ((1.5, "1.5"), (3, "3"), (0.1, "0.1"), (12.25, "12.25")):
+            body = {"saved_query": "scaled", "parameters": {"factor": sent}}
+            made = client.post("/api/exports", headers=bearer, json=body)
+            assert made.status_code == 201, made.text
+            raw = made.content.decode()
+            assert f'"parameters":{{"factor":{json.dumps(sent)}}}' in raw
+            job_id = made.json()["id"]
+            assert jobs_db.jobs.get_job(JobId(job_id)).job.parameters == {"factor": kept}
+            shown = client.get(f"/api/exports/{job_id}", headers=bearer).json()["job"]
+            assert shown["parameters"] == {"factor": sent}
+            assert type(shown["parameters"]["factor"]) is type(sent)

@@ -16,27 +16,21 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from reportexport.dashboard.format import zoned_text
+from reportexport.core.records import NO_ENDPOINT_NOTE
 from reportexport.objects import ObjectStore
 from reportexport.services.exports import Acting, ExportService, Fairness
 from reportexport.services.schedules import ScheduleService
 from reportexport.store import Database, Outcome
-from tests.api.test_api import QUERIES, runtime_for
+from reportexport.web.dashboard.format import zoned_text
 from tests.dashboard_session import Signed, sign_in
-from tests.exports.conftest import catalog_for
+from tests.helpers import API_QUERIES, DAILY, catalog_for, given_up, runtime_for
 
-DAILY = {
-    "source": "demo",
-    "title": "Orders of one day",
-    "sql": "SELECT order_id FROM orders WHERE order_date = :day",
-    "parameters": {"day": {"type": "date"}},
-}
 HTML = "text/html; charset=utf-8"
 
 
 @pytest.fixture
 def dash(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> Iterator[Any]:
-    catalog = catalog_for(sources_dir, None, {**QUERIES, "orders_of_day": DAILY})
+    catalog = catalog_for(sources_dir, None, {**API_QUERIES, "orders_of_day": DAILY})
     tokens = {
         name: jobs_db.users.add_user(name, role)[1]
         for name, role in (("alice", "user"), ("bob", "user"), ("olga", "operator"))
@@ -70,23 +64,10 @@ def flash_of(answer: Any) -> str:
     return str(json.loads(base64.urlsafe_b64decode(cookie.encode()))["text"]) if cookie else ""
 
 
-def given_up(dash: Any) -> int:
-    """A failed export of alice's whose webhook ran out of attempts."""
-    db = dash["db"]
-    job = dash["runtime"].exports.create(Acting(name="alice"), "products", {"category": "toys"})
-    (claim,) = db.queue.claim_jobs("w1", limit=1, lease_seconds=60)
-    db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
-    now = datetime.now(UTC)
-    for claimed in db.effects.claim_side_effects("r", limit=10, now=now, claim_until=now):
-        db.effects.retry_side_effect(
-            claimed, now=now, error="HTTP 503 from the receiver", next_attempt_at=now, give_up=True
-        )
-    return int(job.job.id)
-
-
 OPERATOR_PAGES = (
     "/operators", "/operators/side-effects", "/operators/side-effects?show=waiting",
-    "/operators/webhooks", "/operators/people", "/operators/workers", "/operators/audit",
+    "/operators/webhooks", "/operators/people", "/operators/groups", "/operators/workers",
+    "/operators/audit",
 )  # fmt: skip
 
 
@@ -169,6 +150,83 @@ def test_an_endpoint_added_from_the_page_shows_its_secret_once(dash: Any) -> Non
     secret = re.search(r'<code id="secret">(whsec_[^<]+)</code>', added.text)
     assert secret is not None
     assert secret.group(1) not in get(dash, olga, "/operators/webhooks").text
+
+
+def test_the_webhook_form_does_what_it_says_about_whose_events(dash: Any) -> None:
+    """The Person field starts at the operator's own name, as its hint says; emptied, with
+    "one person" chosen, it is a question (422), never an endpoint for the operator nor the
+    global one."""
+    olga = signed(dash, "olga")
+    shown = get(dash, olga, "/operators/webhooks").text
+    assert re.search(r'<input id="endpoint-owner" name="owner" value="olga"', shown)
+    assert "leave empty for the global endpoint" not in shown
+    url = "https://hooks.example.com/exports"
+    emptied = post(dash, olga, "/operators/webhooks", url=url, receiver="person", owner="")
+    assert emptied.status_code == 422
+    assert "name the person whose exports' events it receives" in unescape(emptied.text)
+    assert re.search(r'id="endpoint-owner"[^>]*aria-invalid="true"', emptied.text)
+    assert dash["db"].endpoints.list_webhook_endpoints(None) == []
+    unknown = post(dash, olga, "/operators/webhooks", url=url, receiver="nobody", owner="olga")
+    assert unknown.status_code == 422
+    assert re.search(r'id="receiver-person"[^>]*aria-invalid="true"', unknown.text)
+    mine = post(dash, olga, "/operators/webhooks", url=url, receiver="person", owner="olga")
+    alices = post(dash, olga, "/operators/webhooks", url=url, receiver="person", owner="alice")
+    everyone = post(dash, olga, "/operators/webhooks", url=url, receiver="everyone", owner="")
+    assert [a.status_code for a in (mine, alices, everyone)] == [200, 200, 200]
+    owners = sorted(str(e.owner) for e in dash["db"].endpoints.list_webhook_endpoints(None))
+    assert owners == ["None", "alice", "olga"]
+
+
+def test_bulk_cancel_names_every_ticked_export_it_could_not_cancel(dash: Any) -> None:
+    """Forty ticked at once, of which most cannot be canceled for three reasons: the message
+    counts and names them all, whole (it used to be cut where the cookie's limit fell)."""
+    olga = signed(dash, "olga")
+    exports, db = dash["runtime"].exports, dash["db"]
+    alice = Acting(name="alice")
+
+    def ten() -> list[int]:  # a person's limit of unfinished exports
+        return [exports.create(alice, "products", {"category": "toys"}).job.id for _ in range(10)]
+
+    stopped = ten()
+    for job_id in stopped:
+        exports.cancel(alice, job_id)
+    failed = ten()
+    for claim in db.queue.claim_jobs("w1", limit=10, lease_seconds=60):
+        db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+    made = stopped + failed + ten()
+    missing = [made[-1] + 1000 + n for n in range(5)]
+    ticked = {"job": [str(n) for n in made + missing], "csrf-token": olga.csrf, "back": "/jobs",
+              "confirmed": "yes"}  # fmt: skip
+    done = dash["client"].post("/jobs/cancel", data=ticked, headers=olga.headers,
+                               follow_redirects=False)  # fmt: skip
+    words = flash_of(done)
+    assert "10 exports are canceled" in words
+    assert "25 exports could not be:" in words
+    assert ": canceled already" in words
+    assert ": failed already" in words
+    assert f"#{missing[0]}, #{missing[1]}, #{missing[2]}, #{missing[3]} and 1 more: no such " in (
+        words
+    )
+    assert words.endswith("no such export.") or words.endswith("already.")
+
+
+def test_an_announcement_with_no_endpoint_is_completed_not_a_problem(dash: Any) -> None:
+    """An export's webhook effect that had nowhere to go says so plainly beside "completed";
+    its Last problem stays empty."""
+    db = dash["db"]
+    job = dash["runtime"].exports.create(Acting(name="alice"), "products", {"category": "toys"})
+    (claim,) = db.queue.claim_jobs("w1", limit=1, lease_seconds=60)
+    db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+    now = datetime.now(UTC)
+    for claimed in db.effects.claim_side_effects("r", limit=10, now=now, claim_until=now):
+        db.effects.complete_side_effect(claimed, now=now, note=NO_ENDPOINT_NOTE)
+    page = get(dash, signed(dash, "alice"), f"/jobs/{job.job.id}").text
+    row = re.search(r"<code>emit_failed_webhook</code>.*?</tr>", page, re.S)
+    assert row is not None
+    assert "with nothing to deliver: no webhook endpoint receives these events" in row.group(0)
+    last_problem = re.search(r'data-label="Last problem">(.*?)</td>', row.group(0), re.S)
+    assert last_problem is not None
+    assert last_problem.group(1) == ""
 
 
 def test_revoking_a_token_from_the_page_ends_that_persons_session(dash: Any) -> None:
@@ -265,6 +323,13 @@ def test_schedule_this_from_the_new_export_form(dash: Any) -> None:
     assert 'id="why-schedule-cron"' in wrong.text
     assert '<details class="schedule-this" id="schedule-this" open>' in wrong.text
     assert '<option value="yesterday" selected>yesterday</option>' in wrong.text
+    for zone in ("localtime", "Factory", "europe/paris"):  # not IANA names of places
+        refused = post(
+            dash, alice, "/schedules/new", **schedule_form(**{"schedule-time-zone": zone})
+        )
+        assert refused.status_code == 422
+        assert 'id="why-schedule-time-zone"' in refused.text
+    assert "did you mean Europe/Paris?" in refused.text
     made = post(dash, alice, "/schedules/new", **schedule_form())
     assert made.status_code == 303, made.text[:800]
     assert "At 08:00 every day (Europe/Paris)" in flash_of(made)
@@ -280,8 +345,28 @@ def test_schedule_this_from_the_new_export_form(dash: Any) -> None:
                                  headers=alice.headers).json()  # fmt: skip
     assert preview["description"] == "At 08:00 on Monday (UTC)"
     assert len(preview["next_times"]) == 5
+    assert preview["period"] == (
+        "Firings at least 7 days apart; the shortest gap allowed is 1 minute."
+    )
     bad = dash["client"].get("/schedules/preview?cron=nope&time_zone=UTC", headers=alice.headers)
     assert (bad.status_code, bad.json()["field"]) == (422, "cron")
+    often = dash["client"].get("/schedules/preview?cron=*+*+*+*+*+*&time_zone=UTC",
+                               headers=alice.headers)  # fmt: skip
+    assert (often.status_code, often.json()["field"]) == (422, "cron")
+    assert "the shortest gap allowed between two firings is 1 minute" in often.json()["problem"]
+
+
+def test_a_double_submitted_schedule_form_makes_one_schedule(dash: Any) -> None:
+    alice = signed(dash, "alice")
+    made = post(dash, alice, "/schedules/new", **schedule_form())
+    again = post(dash, alice, "/schedules/new", **schedule_form())
+    assert (made.status_code, again.status_code) == (303, 303)
+    assert again.headers["location"] == made.headers["location"]
+    number = made.headers["location"].rsplit("/", 1)[1]
+    assert flash_of(again) == f"Schedule #{number} was already made by this form."
+    assert len(dash["runtime"].schedules.list(Acting(name="alice"))) == 1
+    other = post(dash, alice, "/schedules/new", **schedule_form(**{"form-key": "k2"}))
+    assert other.headers["location"] != made.headers["location"]  # a new form: a new schedule
 
 
 def test_a_firing_refused_by_the_owners_cap_is_shown_with_its_reason(dash: Any) -> None:

@@ -13,9 +13,8 @@ from fastapi.testclient import TestClient
 
 from reportexport.services.people import PeopleService
 from reportexport.services.sessions import SessionService, SignInLimitError
-from tests.api.test_api import api as api
-from tests.api.test_api import auth, create, runtime_for
 from tests.dashboard_session import sign_in
+from tests.helpers import auth, create, runtime_for
 
 HTML = "text/html; charset=utf-8"
 
@@ -223,7 +222,7 @@ def templates(folder: Any) -> Iterator[Any]:
 
 
 def test_no_template_holds_inline_script_or_event_attributes() -> None:
-    found = list(templates(resources.files("reportexport.dashboard") / "templates"))
+    found = list(templates(resources.files("reportexport.web.dashboard") / "templates"))
     assert any(t.name == "side_effects.html" for t in found)  # the operators' folder too
     for template in found:
         text = template.read_text(encoding="utf-8")

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
 import pytest
 
-from reportexport.api.ranges import Part, Unsatisfiable, requested_part
-from reportexport.links import sign_download
-from reportexport.worker import Worker, WorkerSettings
-from tests.api.test_api import api as api
-from tests.api.test_api import auth, create
+from reportexport.core.links import sign_download
+from reportexport.runners.worker import Worker, WorkerSettings
+from reportexport.web.api.ranges import Part, Unsatisfiable, requested_part
 from tests.dashboard_session import sign_in
+from tests.helpers import auth, create
 
 
 @pytest.fixture
@@ -94,6 +96,34 @@ def test_several_ranges_or_a_stale_if_range_get_the_whole_file(
     assert (unchanged.status_code, unchanged.content) == (304, b"")
 
 
+def test_if_modified_since_is_answered_304_when_the_file_has_not_changed(
+    api: dict[str, Any], finished: dict[str, Any]
+) -> None:
+    client, link = api["client"], finished["link"]
+    first = client.get(link)
+    stamp = first.headers["last-modified"]
+    for method in ("GET", "HEAD"):
+        again = client.request(method, link, headers={"If-Modified-Since": stamp})
+        assert (again.status_code, again.content) == (304, b""), method
+        assert (again.headers["etag"], again.headers["last-modified"]) == (
+            first.headers["etag"], stamp
+        )  # fmt: skip
+    modified = parsedate_to_datetime(stamp)
+    for since, status in (
+        (format_datetime(modified - timedelta(seconds=1), usegmt=True), 200),  # changed since
+        (format_datetime(modified + timedelta(days=1), usegmt=True), 200),  # a future date
+        ("not a date", 200),
+        (format_datetime(datetime.now(UTC), usegmt=True), 304),
+    ):
+        answer = client.get(link, headers={"If-Modified-Since": since})
+        assert answer.status_code == status, since
+    # If-None-Match decides when both are sent; a Range of an unchanged file is still 304.
+    mismatched = {"If-Modified-Since": stamp, "If-None-Match": '"other"'}
+    assert client.get(link, headers=mismatched).status_code == 200
+    ranged = client.get(link, headers={"If-Modified-Since": stamp, "Range": "bytes=0-9"})
+    assert ranged.status_code == 304
+
+
 def test_an_expired_link_is_a_page_for_a_browser_and_a_problem_for_a_client(
     api: dict[str, Any], finished: dict[str, Any]
 ) -> None:
@@ -172,6 +202,15 @@ def test_an_expired_file_offers_to_run_again(api: dict[str, Any]) -> None:
     assert "This file has expired" in gone.text
     assert f'action="/jobs/{job_id}/rerun"' in gone.text
     assert alice.csrf in gone.text  # its Run again form works as it is
+    # The moment is a <time> the page's script shows in the reader's own words, never ISO text.
+    expires = db.jobs.get_job(job_id).job.object_expires_at
+    assert expires.isoformat() not in gone.text
+    assert re.search(r'expired <time datetime="[^"]+Z" data-style="exact">', gone.text)
+    listed = client.get("/jobs", headers=alice.headers).text
+    row = re.search(rf'<tr data-job="{job_id}".*?</tr>', listed, re.S)
+    assert row is not None
+    assert "Download" not in row.group(0)  # the list offers no file that is gone
+    assert "File expired" in row.group(0)
 
 
 def test_an_action_opened_as_a_page_is_a_page(api: dict[str, Any]) -> None:

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_api import api as api
-from tests.api.test_api import auth, create
+from tests.helpers import auth, create
 
 PUBLIC = {
     "/healthz",
@@ -48,7 +47,8 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
     schedule = api["client"].post("/api/schedules", json=BODIES["POST /api/schedules"],
                                   headers=auth(api, "alice")).json()  # fmt: skip
     ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
-           "effect": "emit_failed_webhook", "schedule_id": schedule["id"]}  # fmt: skip
+           "effect": "emit_failed_webhook", "schedule_id": schedule["id"], "person": "alice",
+           "attribute": "country"}  # fmt: skip
     return {**api, "ids": ids}
 
 

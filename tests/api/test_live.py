@@ -15,9 +15,9 @@ import httpx
 import pytest
 import uvicorn
 
-from tests.api.test_api import api as api
-from tests.api.test_api import auth, create, runtime_for
+from reportexport.entrypoints.serve import listening_url
 from tests.dashboard_session import Signed, sign_in
+from tests.helpers import auth, create, runtime_for, wait_for
 
 
 def default_thread_pool_size() -> int:
@@ -34,19 +34,18 @@ def serving(api: dict[str, Any]) -> Iterator[Callable[..., str]]:
 
     def start(**settings: Any) -> str:
         app = runtime_for(api["db"], api["catalog"], api["objects"], **settings).app()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
+        listener = socket.create_server(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
         thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
         started.append((server, thread, app))
-        return f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            assert thread.is_alive(), "the server's thread ended before it started"
+            return server.started
+
+        wait_for(up, 30, "uvicorn to start", every=0.05)
+        return listening_url(listener)
 
     yield start
     for server, thread, app in started:
@@ -129,11 +128,19 @@ def test_streams_past_the_cap_are_refused_and_the_page_polls(
             finally:
                 for stream in opened:
                     await stream.aclose()
-            await asyncio.sleep(1)  # the server notices the closed streams
-            again = client.build_request("GET", f"/jobs/events?ids={job_id}", headers=alice.headers)
-            reopened = await client.send(again, stream=True)
-            assert reopened.status_code == 200
-            await reopened.aclose()
+            # The server notices the closed streams in its own time: a stream opens again then.
+            deadline = time.monotonic() + 30
+            while True:
+                again = client.build_request(
+                    "GET", f"/jobs/events?ids={job_id}", headers=alice.headers
+                )
+                reopened = await client.send(again, stream=True)
+                await reopened.aclose()
+                if reopened.status_code == 200:
+                    break
+                assert reopened.status_code == 503, reopened.status_code
+                assert time.monotonic() < deadline, "no stream opened 30 s after two were closed"
+                await asyncio.sleep(0.1)
 
     asyncio.run(scenario())
 

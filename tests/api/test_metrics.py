@@ -1,13 +1,16 @@
-"""What /metrics says for the README's alert rules: the queue's age among them."""
+"""What /metrics says for the alert rules of the docs (how-to/operators/monitor.md): the queue's
+age among them."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
 from frozen_lifecycle.graph import load_graph
-from reportexport.api.metrics import StoreCollector, metrics_text
-from reportexport.records import MetricsSnapshot
-from tests.conftest import FIXTURE_PATH
+from reportexport.core.records import Heartbeat, MetricsSnapshot
+from reportexport.web.api.metrics import StoreCollector, metrics_text
+from tests.helpers import FIXTURE_PATH
 
 
 def snapshot(oldest_queued_seconds: float) -> MetricsSnapshot:
@@ -29,3 +32,21 @@ def test_metrics_give_the_age_of_the_oldest_queued_job() -> None:
     registry.register(StoreCollector(lambda: snapshot(42.5), load_graph(FIXTURE_PATH)))
     text = metrics_text(registry).decode()
     assert "reportexport_oldest_queued_job_age_seconds 42.5" in text
+
+
+def test_a_process_that_stopped_cleanly_has_no_heartbeat_age_to_alarm_on() -> None:
+    started = datetime(2026, 12, 1, tzinfo=UTC)
+    beats = [
+        Heartbeat(process="h-1-serve", host="h", pid=1, kind="serve", started_at=started,
+                  age_seconds=86000.0, stopped_at=started),
+        Heartbeat(process="h-2-worker", host="h", pid=2, kind="worker", started_at=started,
+                  age_seconds=90.0),
+    ]  # fmt: skip
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(lambda: snapshot(0), load_graph(FIXTURE_PATH), lambda: beats))
+    text = metrics_text(registry).decode()
+    assert (
+        'reportexport_heartbeat_age_seconds{host="h",kind="worker",process="h-2-worker"} 90.0'
+        in (text)
+    )
+    assert "h-1-serve" not in text

@@ -6,14 +6,14 @@ import os
 import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 from typing import Any
 
-from reportexport.links import sign_download
+from reportexport.core.links import sign_download
 from reportexport.store import JobFilter
-from tests.api.test_api import api as api
-from tests.api.test_api import auth, create
 from tests.dashboard_session import sign_in
+from tests.helpers import auth, create
 
 PROBLEM = "application/problem+json"
 HTML = "text/html; charset=utf-8"
@@ -59,6 +59,29 @@ def test_every_operation_documents_its_problems_405_included(api: dict[str, Any]
         for method, operation in item.items():
             assert "405" in operation["responses"], (method, path)
             assert "application/problem+json" in operation["responses"]["405"]["content"]
+
+
+def test_every_operation_that_takes_a_token_declares_the_bearer_scheme(
+    api: dict[str, Any],
+) -> None:
+    """So /docs has an Authorize button and "Try it out" sends the token: no operation takes
+    it as an ordinary `authorization` header, which Swagger UI would drop."""
+    schema = api["client"].get("/openapi.json").json()
+    scheme = schema["components"]["securitySchemes"]["bearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    secured = 0
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            names = {p["name"].lower() for p in operation.get("parameters", ())}
+            assert "authorization" not in names, (method, path)
+            if "401" in operation["responses"]:
+                assert operation.get("security") == [{"bearer": []}], (method, path)
+                secured += 1
+            else:
+                assert "security" not in operation, (method, path)
+    assert secured >= 20
+    unauthorized = api["client"].get("/api/exports")
+    assert unauthorized.headers["www-authenticate"] == "Bearer"
 
 
 def test_a_json_body_without_a_content_type_is_415(api: dict[str, Any]) -> None:
@@ -153,6 +176,8 @@ def test_webhooks_add_refuses_a_bad_port_and_an_unknown_owner_in_one_line(
     tmp_path: Path,
 ) -> None:
     env = {**os.environ, "REPORTEXPORT_HOME": str(tmp_path)}
+    made = [sys.executable, "-m", "reportexport", "db", "upgrade"]  # a job store in this home
+    assert subprocess.run(made, env=env, capture_output=True, check=False).returncode == 0
     cli = [sys.executable, "-m", "reportexport", "webhooks", "add"]
     for arguments, message in (
         (["https://hooks.example.com:99999/x", "--owner", "nobody"], "port must be a number"),
@@ -192,10 +217,24 @@ def test_the_dashboard_applies_the_services_rules_and_shows_their_refusals(
     assert f"Export #{job_id} is canceled already: there is nothing to cancel." in again.text
 
 
+def test_the_form_of_an_unknown_saved_query_is_a_404_page_not_another_querys_form(
+    api: dict[str, Any],
+) -> None:
+    client = api["client"]
+    alice = sign_in(client, api["tokens"]["alice"])
+    unknown = client.get("/exports/new?saved_query=nope", headers=alice.headers)
+    assert (unknown.status_code, unknown.headers["content-type"]) == (404, HTML)
+    assert "There is no saved query 'nope' for you" in unescape(unknown.text)
+    assert 'id="export-form"' not in unknown.text
+    assert 'href="/exports/new"' in unknown.text
+    first = client.get("/exports/new", headers=alice.headers)  # none chosen: the first one
+    assert (first.status_code, 'id="export-form"' in first.text) == (200, True)
+
+
 def test_a_refused_rerun_is_a_page_that_says_why(api: dict[str, Any]) -> None:
     from fastapi.testclient import TestClient
 
-    from tests.api.test_api import runtime_for
+    from tests.helpers import runtime_for
 
     client = TestClient(
         runtime_for(api["db"], api["catalog"], api["objects"], max_active_exports=1).app()

@@ -24,15 +24,10 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reportexport import cli
+from reportexport.entrypoints import cli
 from reportexport.store import Database
-from tests.api.test_api import runtime_for
-from tests.conftest import EXAMPLES
 from tests.dashboard_session import Signed, sign_in
-from tests.exports.conftest import catalog_for
-from tests.exports.conftest import jobs_db as jobs_db
-from tests.exports.conftest import local_objects as local_objects
-from tests.exports.conftest import sources_dir as sources_dir
+from tests.helpers import EXAMPLES, catalog_for, runtime_for
 
 PROFILE = settings(
     max_examples=EXAMPLES,
@@ -267,7 +262,7 @@ def test_the_command_line_takes_any_arguments_and_stays_whole(
     world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`reportexport export` over the API, called in process with any NAME=VALUE text."""
-    from reportexport import client as remote
+    from reportexport.entrypoints import client as remote
 
     def connect(settings: Any) -> TestClient:
         return TestClient(world["app"], headers=headers(world))

@@ -4,7 +4,7 @@ see only their own, bad input names the field, pause/resume/run/delete, and the 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,7 @@ from fastapi.testclient import TestClient
 
 from reportexport.objects import ObjectStore
 from reportexport.store import Database
-from tests.api.test_api import runtime_for
-from tests.exports.conftest import catalog_for
-from tests.exports.conftest import jobs_db as jobs_db
-from tests.exports.conftest import local_objects as local_objects
-from tests.exports.conftest import sources_dir as sources_dir
+from tests.helpers import catalog_for, runtime_for
 
 QUERIES: dict[str, Any] = {
     "orders_of_day": {
@@ -92,6 +88,8 @@ def test_people_see_their_own_schedules_and_operators_everyone(api: Any) -> None
         ({"cron": "0 25 * * *"}, "cron"),
         ({"cron": "0 8 30 2 *"}, "cron"),
         ({"time_zone": "Mars/Olympus"}, "time_zone"),
+        ({"time_zone": "localtime"}, "time_zone"),  # the server's own zone
+        ({"time_zone": "Factory"}, "time_zone"),  # tzdata's placeholder, offset -00
         ({"saved_query": "nope"}, "saved_query"),
         ({"parameters": {"day": {"relative": "next tuesday"}}}, "day"),
         ({"parameters": {"day": "not a date"}}, "day"),
@@ -105,6 +103,99 @@ def test_bad_input_is_422_naming_the_field(api: Any, change: dict[str, Any], fie
     assert response.headers["content-type"] == "application/problem+json"
     assert field in response.text
     assert api.get("/api/schedules", headers=as_(api, "alice")).json() == []
+
+
+def test_a_zone_in_other_letter_case_is_refused_with_the_one_meant(api: Any) -> None:
+    body = WEEKDAYS_AT_8 | {"time_zone": "europe/paris"}
+    response = api.post("/api/schedules", json=body, headers=as_(api, "alice"))
+    assert response.status_code == 422
+    assert response.json()["detail"] == (
+        "'europe/paris' is not an IANA time zone: did you mean Europe/Paris?"
+    )
+
+
+@pytest.mark.parametrize(
+    "ends_at",
+    ["2099-01-31T18:00:00+01:00", "2099-01-31T17:00:00Z", "2099-01-31t17:00:00.5z",
+     "2099-01-31T17:00:00.123456789-00:00"],
+)  # fmt: skip
+def test_ends_at_takes_an_rfc_3339_date_time(api: Any, ends_at: str) -> None:
+    body = WEEKDAYS_AT_8 | {"ends_at": ends_at}
+    response = api.post("/api/schedules", json=body, headers=as_(api, "alice"))
+    assert response.status_code == 201, response.text
+    kept = datetime.fromisoformat(response.json()["ends_at"])
+    assert kept.replace(microsecond=0) == datetime(2099, 1, 31, 17, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("ends_at", "why"),
+    [
+        ("2099-01-31", "ends_at: '2099-01-31' is not a timestamp (RFC 3339)"),
+        ("2099-01-31T18:00:00", "ends_at: '2099-01-31T18:00:00' needs a UTC offset, as in "
+         "2024-03-05T10:00:00Z or +01:00"),
+        (4102444800, "body.ends_at: give an RFC 3339 date-time with its UTC offset "
+         "(2027-01-31T18:00:00+01:00 or ...Z), not 4102444800"),
+        ("2099-02-30T18:00:00Z", "ends_at: '2099-02-30T18:00:00Z' is not a valid timestamp"),
+        ("2099-01-31 18:00:00Z", "ends_at: '2099-01-31 18:00:00Z' is not an RFC 3339 timestamp: "
+         "a T goes between the date and the time"),
+        ("9999-12-31T23:59:59-23:59", "ends_at: '9999-12-31T23:59:59-23:59' is not within "
+         "0001-01-02 to 9999-12-30"),
+    ],
+)  # fmt: skip
+def test_an_ends_at_that_is_not_rfc_3339_is_refused_saying_what_is_wanted(
+    api: Any, ends_at: Any, why: str
+) -> None:
+    body = WEEKDAYS_AT_8 | {"ends_at": ends_at}
+    response = api.post("/api/schedules", json=body, headers=as_(api, "alice"))
+    assert response.status_code == 422
+    assert response.json()["detail"] == why
+
+
+def test_a_schedule_is_created_once_per_idempotency_key(api: Any) -> None:
+    """A retried request gets the schedule the first made (200), as a retried export does;
+    another request with the same key is a conflict; without a key each request makes one."""
+    once = as_(api, "alice") | {"Idempotency-Key": "nightly-1"}
+    first = api.post("/api/schedules", json=WEEKDAYS_AT_8, headers=once)
+    again = api.post("/api/schedules", json=WEEKDAYS_AT_8, headers=once)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"]
+    other = api.post("/api/schedules", json=WEEKDAYS_AT_8 | {"cron": "0 9 * * *"}, headers=once)
+    assert other.status_code == 409
+    assert other.json()["detail"] == (
+        f"this Idempotency-Key already names schedule {first.json()['id']}, a different request"
+    )
+    bobs = api.post("/api/schedules", json=WEEKDAYS_AT_8,
+                    headers=as_(api, "bob") | {"Idempotency-Key": "nightly-1"})  # fmt: skip
+    assert bobs.status_code == 201  # keys are each person's own
+    assert len(api.get("/api/schedules", headers=as_(api, "alice")).json()) == 1
+    assert api.post("/api/schedules", json=WEEKDAYS_AT_8, headers=as_(api, "alice")).status_code \
+        == 201  # fmt: skip
+    assert len(api.get("/api/schedules", headers=as_(api, "alice")).json()) == 2
+    api.delete(f"/api/schedules/{first.json()['id']}", headers=as_(api, "alice"))
+    gone = api.post("/api/schedules", json=WEEKDAYS_AT_8, headers=once)
+    assert gone.status_code == 409
+    assert "which was deleted since" in gone.json()["detail"]
+
+
+def test_a_schedule_firing_every_second_is_refused_and_the_preview_says_why(api: Any) -> None:
+    body = WEEKDAYS_AT_8 | {"cron": "* * * * * *"}
+    refused = api.post("/api/schedules", json=body, headers=as_(api, "alice"))
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith("'* * * * * *' fires 1 second after its firing")
+    assert refused.json()["detail"].endswith("the shortest gap allowed between two firings is "
+                                             "1 minute")  # fmt: skip
+    preview = api.get("/api/schedule-preview", params={"cron": "* * * * * *",
+                      "time_zone": "UTC"}, headers=as_(api, "alice"))  # fmt: skip
+    assert preview.status_code == 422
+    assert preview.json()["detail"] == refused.json()["detail"].replace("Europe/Paris", "UTC")
+    shown = api.get("/api/schedule-preview", params={"cron": "0 8 * * 1-5",
+                    "time_zone": "Europe/Paris"}, headers=as_(api, "alice")).json()  # fmt: skip
+    assert shown["description"] == "At 08:00 on Monday through Friday (Europe/Paris)"
+    assert (shown["shortest_gap_seconds"], shown["min_period_seconds"]) == (86400, 60)
+    assert shown["period"] == "Firings at least 1 day apart; the shortest gap allowed is 1 minute."
+    assert len(shown["next_times"]) == 5
+    assert api.get("/api/schedule-preview", params={"cron": "0 8 * * *", "time_zone": "UTC"}
+                   ).status_code == 401  # fmt: skip
 
 
 def test_pause_resume_run_and_delete(api: Any) -> None:

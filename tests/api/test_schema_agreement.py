@@ -24,11 +24,7 @@ from jsonschema import Draft202012Validator
 
 from reportexport.objects import ObjectStore
 from reportexport.store import Database
-from tests.api.test_api import runtime_for
-from tests.exports.conftest import catalog_for
-from tests.exports.conftest import jobs_db as jobs_db
-from tests.exports.conftest import local_objects as local_objects
-from tests.exports.conftest import sources_dir as sources_dir
+from tests.helpers import catalog_for, runtime_for
 
 QUERIES: dict[str, Any] = {
     "typed": {
@@ -63,7 +59,11 @@ BODIES: dict[str, dict[str, Any]] = {
         "ends_at": "2099-01-31T10:00:00Z",
     },
     "add_webhook": {"url": "https://hooks.example.com/exports", "everyone": False},
+    "create_group": {"name": "finance", "description": "the finance team"},
+    "set_attribute": {"value": "FR"},
 }
+# The path of an operation on a thing names one that exists.
+PATH_VALUES = {"person": "olga", "attribute": "country", "name": "finance"}
 
 # Probes as JSON text, so that a lone surrogate and numbers beyond a double are sent as a
 # client would write them.
@@ -83,6 +83,9 @@ INSTANTS = [
     "0000-01-31T10:00:00Z", "9999-12-31T23:59:59-23:59",
 ]  # fmt: skip
 JSON = {"Content-Type": "application/json"}
+# A query parameter's probe is added to a valid value (a URL cannot carry a lone surrogate).
+QUERY_VALUES = {"cron": "0 8 * * *", "time_zone": "Europe/Paris"}
+QUERY_SUFFIXES = ["\x00", "", " caf\u00e9 \U0001f600", "\t"]
 LEAP, COMMON = "2096", "2097"
 DATES = ["2024-02-29", "2023-02-29", "2024-02-30", "2024-04-31", "2024-13-01", "2024-00-10",
          "2024-01-00", "0000-01-01", "0001-01-01", "9999-12-31", "2024-1-31",
@@ -106,21 +109,36 @@ def test_free_text_query_parameters_are_refused_exactly_as_the_document_says(api
     tried = 0
     for path, item in document["paths"].items():
         for method, operation in item.items():
-            for parameter in operation.get("parameters", ()):
+            query = [p for p in operation.get("parameters", ()) if p["in"] == "query"]
+            given = {p["name"]: QUERY_VALUES.get(p["name"], "ok") for p in query if p["required"]}
+            for parameter in query:
                 schema = parameter["schema"]
-                if parameter["in"] != "query" or not _free_text(schema):
+                if not _free_text(schema):
                     continue
                 valid = Draft202012Validator(schema)
-                for value in ("a\x00b", "ok", "caf\u00e9 \U0001f600"):
-                    sent = api.request(method, path, params={parameter["name"]: value})
+                name = parameter["name"]
+                for suffix in QUERY_SUFFIXES:
+                    value = QUERY_VALUES.get(name, "ok") + suffix
+                    sent = api.request(method, path, params={**given, name: value})
                     assert sent.status_code != 500, sent.text
                     refused = sent.status_code == 422
                     assert refused == (not valid.is_valid(value)), (
-                        f"{method.upper()} {path}?{parameter['name']}={value!r}: "
+                        f"{method.upper()} {path}?{name}={value!r}: "
                         f"{sent.status_code} {sent.text[:300]}"
                     )
                     tried += 1
-    assert tried >= 4 * 3
+    assert tried >= 4 * len(QUERY_SUFFIXES)
+
+
+def test_every_operation_with_a_body_is_probed(api: Any) -> None:
+    document = api.get("/openapi.json").json()
+    with_body = {
+        operation["operationId"]
+        for item in document["paths"].values()
+        for operation in item.values()
+        if "requestBody" in operation
+    }
+    assert with_body == set(BODIES)
 
 
 @pytest.mark.parametrize("operation_id", sorted(BODIES))
@@ -164,7 +182,7 @@ def _operation(document: dict[str, Any], operation_id: str) -> tuple[str, str, A
             if operation.get("operationId") == operation_id:
                 body = operation["requestBody"]["content"]["application/json"]["schema"]
                 schema = {**body, "components": document["components"]}
-                return path, method, Draft202012Validator(schema)
+                return path.format_map(PATH_VALUES), method, Draft202012Validator(schema)
     raise AssertionError(f"no operation {operation_id}")
 
 

@@ -6,53 +6,31 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_until_up(base: str, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise AssertionError(f"{base} did not come up in {seconds} s")
+from reportexport.composition import SetupError
+from reportexport.entrypoints.serve import listen, listening_url
+from tests.helpers import serving_url, start_serve, tail, wait_for
 
 
 def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) -> None:
-    port = free_port()
     log = tmp_path / "serve.log"
     env = {**os.environ, "REPORTEXPORT_HOME": str(tmp_path / "var")}
     env.pop("REPORTEXPORT_DATABASE_URL", None)
     env.pop("REPORTEXPORT_CATALOG", None)
     env.pop("REPORTEXPORT_OBJECTS_URL", None)
-    with open(log, "wb") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "reportexport", "serve", "--port", str(port),
-             "--demo-rows", "5000", "--grace-seconds", "1"],
-            env=env, stdout=output, stderr=subprocess.STDOUT, cwd=tmp_path,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    server = start_serve(
+        ["--demo-rows", "5000", "--grace-seconds", "1"], env=env, log=log, cwd=tmp_path
+    )
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+        base = serving_url(server, log)
         text = log.read_text()
         tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", text))
         assert set(tokens) == {"operator", "demo"}, text
@@ -65,10 +43,12 @@ def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) 
             )
             assert created.status_code == 201, created.text
             job_id = created.json()["id"]
-            while client.get(f"/api/exports/{job_id}").json()["job"]["finished_at"] is None:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
-            job = client.get(f"/api/exports/{job_id}").json()["job"]
+            job = wait_for(
+                lambda: finished(client.get(f"/api/exports/{job_id}").json()["job"]),
+                120,
+                f"export {job_id} to finish",
+                detail=lambda: tail(log),
+            )
             assert job["status"] == "succeeded", job
             link = client.get(f"/api/exports/{job_id}/download")
             assert link.status_code == 302
@@ -128,3 +108,49 @@ def test_serve_starts_the_whole_product_on_the_embedded_default(tmp_path: Path) 
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0, log.read_text()
     assert "token (shown once)" in log.read_text()
+    # Its worker and effects runner stopped cleanly, and their heartbeats say so (the local
+    # export's own worker wrote none).
+    with sqlite3.connect(tmp_path / "var" / "reportexport.db") as conn:
+        beats = conn.execute("SELECT kind, stopped_at IS NOT NULL FROM heartbeats").fetchall()
+    assert sorted(beats) == [("effects", 1), ("serve", 1)]
+
+
+def test_serve_on_a_busy_port_says_which_and_how_to_pick_another(tmp_path: Path) -> None:
+    """The port is taken before anything is built or said: a busy one ends serve with exit 1,
+    one message and no traceback, nothing built and no token printed."""
+    env = {**os.environ, "REPORTEXPORT_HOME": str(tmp_path / "var")}
+    for name in ("DATABASE_URL", "CATALOG", "OBJECTS_URL", "PORT", "HOST"):
+        env.pop(f"REPORTEXPORT_{name}", None)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "reportexport", "serve", "--port", str(port)],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert "Traceback" not in said
+    assert "serving" not in said
+    assert "token" not in said
+    assert done.stderr.strip().splitlines() == [
+        f"reportexport serve: port {port} on 127.0.0.1 is in use (another reportexport serve?): "
+        "stop what listens there, or pick another port with `./scripts/run --port N` "
+        "(`reportexport serve --port N`, or $REPORTEXPORT_PORT)"
+    ]
+    assert not (tmp_path / "var" / "demo.duckdb").exists()
+
+
+def finished(job: dict[str, Any]) -> dict[str, Any] | None:
+    return job if job["finished_at"] is not None else None
+
+
+def test_serve_listens_on_a_port_of_its_choosing_and_names_a_port_in_use() -> None:
+    with listen("127.0.0.1", 0) as listener:
+        url = listening_url(listener)
+        port = int(url.rsplit(":", 1)[1])
+        assert url == f"http://127.0.0.1:{port}"
+        assert port > 0
+        with pytest.raises(SetupError, match=rf"^port {port} on 127\.0\.0\.1 is in use "):
+            listen("127.0.0.1", port)

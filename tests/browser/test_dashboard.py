@@ -8,260 +8,31 @@ Policy violation, and runs axe-core on every page it visits (no serious or criti
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from importlib import resources
-from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
 
-from reportexport.links import sign_download
+from reportexport.core.links import sign_download
+from tests.browser.pages import (
+    Watched,
+    accessible,
+    api,
+    browsing,
+    fits,
+    require_chromium,
+    serving,
+    shot,
+    sign_in,
+)
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SCREENSHOTS = Path(os.environ.get("REPORTEXPORT_SCREENSHOTS", "var/screenshots"))
-VIEWPORTS = {
-    "desktop": {"viewport": {"width": 1280, "height": 900}},
-    "phone": {
-        "viewport": {"width": 390, "height": 844},
-        "is_mobile": True,
-        "has_touch": True,
-        "device_scale_factor": 2,
-    },
-}
 LONG = "x" * 3000
 SPOOF = "evil\u202e and the rest of the line"
-EXTRA_QUERIES = """
-[queries.slow]
-title = "A slow export"
-source = "demo"
-sql = "SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(2000000000) AS t(i)"
-
-[queries.broken]
-title = "A broken export"
-source = "demo"
-sql = "SELECT no_such_column FROM orders"
-
-[queries.every_kind]
-title = "Every kind of parameter"
-description = "One parameter of each type, each with a default."
-source = "demo"
-sql = \"\"\"
-SELECT :flag AS flag, :color AS color, :since AS since, :ratio AS ratio, :label AS label,
-       :count AS count, :day AS day, :note AS note
-\"\"\"
-parameters.flag = { type = "boolean", default = true, description = "On unless unticked" }
-parameters.color = { type = "enum", choices = ["red", "green", "blue"], default = "green" }
-parameters.since = { type = "timestamp", default = "2024-03-05T10:00:00+01:00" }
-parameters.ratio = { type = "number", default = 0.5, min = 0, max = 1 }
-parameters.label = { type = "string", default = "AB", pattern = "[A-Z]+", max_length = 5000 }
-parameters.count = { type = "integer", default = 7, min = 1, max = 9 }
-parameters.day = { type = "date", default = "2024-02-29" }
-parameters.note = { type = "string", required = false, max_length = 5000 }
-"""
-
-
-def require_chromium() -> str:
-    if CHROMIUM is not None:
-        return CHROMIUM
-    message = "Chromium NOT FOUND (apt-get install chromium): browser tests cannot run"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message + " (a failure under CI=true)")
-    pytest.skip(message)
-
-
-@contextmanager
-def serving(
-    home: Path, edit_catalog: Callable[[str], str] = str, **settings: str
-) -> Iterator[dict[str, Any]]:
-    """`reportexport serve` over a fresh demo in `home` (its catalog as `edit_catalog` makes
-    it), with these settings (environment variables without their REPORTEXPORT_ prefix); its
-    base URL and the first people's tokens."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
-    env |= {
-        "REPORTEXPORT_HOME": str(home),
-        "REPORTEXPORT_MAX_EXPORTS_PER_MINUTE": "1000",
-        "REPORTEXPORT_MAX_ACTIVE_EXPORTS": "1000",
-    }
-    env |= {f"REPORTEXPORT_{name.upper()}": value for name, value in settings.items()}
-    demo = subprocess.run(
-        [sys.executable, "-m", "reportexport", "demo", "--rows", "5000"],
-        env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", demo.stdout))
-    catalog = home / "catalog.toml"
-    catalog.write_text(edit_catalog(catalog.read_text()) + EXTRA_QUERIES)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = home / "serve.log"
-    with open(log, "wb") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "reportexport", "serve", "--port", str(port),
-             "--grace-seconds", "1"],
-            env=env, stdout=output, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.2)
-    try:
-        yield {"base": base, "tokens": tokens, "home": home, "env": env}
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
-
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    require_chromium()
-    with serving(tmp_path_factory.mktemp("dashboard") / "var") as running:
-        yield running
-
-
-def api(service: dict[str, Any], method: str, path: str, who: str = "demo", **kw: Any) -> Any:
-    headers = {"Authorization": f"Bearer {service['tokens'][who]}"}
-    answer = httpx.request(method, service["base"] + path, headers=headers, timeout=30, **kw)
-    answer.raise_for_status()
-    return answer.json()
-
-
-@pytest.fixture(params=list(VIEWPORTS))
-def viewport(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-class Watched:
-    """A page and what went wrong on it: script errors, CSP violations, JSON navigations."""
-
-    def __init__(self, page: Any, viewport: str) -> None:
-        self.page = page
-        self.viewport = viewport
-        self.troubles: list[str] = []
-        self.json_pages: list[str] = []
-        page.on("pageerror", lambda exc: self.troubles.append(f"page error: {exc}"))
-        page.on("console", self._console)
-        page.on("response", self._response)
-
-    def _console(self, message: Any) -> None:
-        text = message.text
-        if "cdn.redoc.ly" in text:  # ReDoc's own logo from its CDN, refused on purpose
-            return
-        # An error page opened on purpose is not a trouble; a script's failure is.
-        # gate: allow forbidden-alias -- Playwright's console message type, not a job status
-        failure = message.type == "error" and "Failed to load resource" not in text
-        if "Content Security Policy" in text or failure:
-            self.troubles.append(f"console: {text}")
-
-    def _response(self, response: Any) -> None:
-        request = response.request
-        if request.is_navigation_request() and request.frame == self.page.main_frame:
-            kind = response.headers.get("content-type", "")
-            disposition = response.headers.get("content-disposition", "")
-            if "json" in kind and "attachment" not in disposition and response.status != 302:
-                self.json_pages.append(response.url)
-
-
-@contextmanager
-def browsing(service: dict[str, Any], viewport: str, **options: Any) -> Iterator[Watched]:
-    """A page in a fresh headless Chromium context at `viewport` (with context `options`,
-    e.g. timezone_id); it may reach this server only. Fails on any trouble seen on it."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=require_chromium(),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
-        context = browser.new_context(
-            base_url=service["base"],
-            permissions=["notifications"],
-            **VIEWPORTS[viewport],
-            **options,
-        )
-        context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.abort())
-        context.route("**/__axe__.js", _serve_axe)
-        context.add_init_script(NOTIFICATIONS_RECORDED)
-        context.set_default_timeout(30_000)
-        seen = Watched(context.new_page(), viewport)
-        yield seen
-        browser.close()
-    assert seen.troubles == []
-    assert seen.json_pages == []
-
-
-@pytest.fixture
-def watched(service: dict[str, Any], viewport: str) -> Iterator[Watched]:
-    with browsing(service, viewport) as seen:
-        yield seen
-
-
-# Notifications are recorded rather than shown (the headless browser has no desktop).
-NOTIFICATIONS_RECORDED = """
-window.__notified = [];
-window.Notification = class {
-  static permission = "granted";
-  static requestPermission() { return Promise.resolve("granted"); }
-  constructor(title, options) { window.__notified.push(title); }
-};
-"""
-
-
-def _axe_source() -> str:
-    return (resources.files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
-
-
-def _serve_axe(route: Any) -> None:
-    route.fulfill(body=_axe_source(), content_type="application/javascript")
-
-
-def accessible(page: Any) -> None:
-    """axe-core on the page as it is: no serious or critical violation. Its script comes from
-    this origin (a routed URL), so the page's own Content-Security-Policy stays on."""
-    if not page.evaluate("typeof window.axe !== 'undefined'"):
-        page.add_script_tag(url="/__axe__.js")
-    result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
-    bad = [
-        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-    assert bad == [], f"{page.url}: {bad}"
-
-
-def fits(page: Any) -> None:
-    """Nothing makes the page wider than its viewport (long values wrap)."""
-    width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= page.viewport_size["width"] + 1, f"{page.url} is {width} px wide"
-
-
-def shot(seen: Watched, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    seen.page.screenshot(path=str(SCREENSHOTS / f"{name}-{seen.viewport}.png"), full_page=True)
-
-
-def sign_in(page: Any, service: dict[str, Any], who: str = "demo") -> None:
-    page.goto("/sign-in")
-    accessible(page)
-    page.fill("#token", service["tokens"][who])
-    page.click("form button[type=submit]")
-    page.wait_for_url("**/jobs")
-    assert f"Signed in as {who}" in page.text_content("#flash")
 
 
 def status_of(page: Any) -> str:
@@ -299,15 +70,17 @@ def cancel_all(service: dict[str, Any], who: str, ids: list[int]) -> None:
         )
 
 
-def default_shown(spec: dict[str, Any]) -> Any:
-    """What a control should show for the catalog's default of a parameter, by its type."""
+def default_shown(spec: dict[str, Any], zone: str) -> Any:
+    """What a control should show for the catalog's default of a parameter, by its type (a
+    timestamp in the browser's time zone `zone`)."""
     default = spec.get("default")
     if spec["type"] == "boolean":
         return bool(default)
     if default is None:
         return ""
-    if spec["type"] == "timestamp":  # the picker shows the same instant in UTC
-        return datetime.fromisoformat(str(default)).astimezone(UTC).replace(tzinfo=None)
+    if spec["type"] == "timestamp":  # the picker shows the same instant in the reader's zone
+        moment = datetime.fromisoformat(str(default))
+        return moment.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
     if spec["type"] in ("number", "integer"):
         return float(default)
     return str(default)
@@ -325,6 +98,13 @@ def control_shows(page: Any, spec: dict[str, Any]) -> Any:
     return value
 
 
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    require_chromium()
+    with serving(tmp_path_factory.mktemp("dashboard") / "var") as running:
+        yield running
+
+
 def test_the_readme_walkthrough(watched: Watched, service: dict[str, Any]) -> None:
     """ "Exports in five minutes", as the README tells it, at a phone and a desktop."""
     page = watched.page
@@ -333,10 +113,11 @@ def test_the_readme_walkthrough(watched: Watched, service: dict[str, Any]) -> No
     accessible(page)
     page.click("nav >> text=New export")
     page.wait_for_url("**/exports/new")
+    zone = page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
     for query in api(service, "GET", "/api/saved-queries"):
         page.goto(f"/exports/new?saved_query={query['name']}")
         for spec in query["parameters"]:
-            shown, wanted = control_shows(page, spec), default_shown(spec)
+            shown, wanted = control_shows(page, spec), default_shown(spec, zone)
             assert shown == wanted, f"{query['name']}.{spec['name']}: {shown!r} != {wanted!r}"
     page.goto("/exports/new")
     page.select_option("#choose-query", label="Orders of one day")
@@ -384,6 +165,8 @@ def test_the_readme_walkthrough(watched: Watched, service: dict[str, Any]) -> No
     assert "delete_temp_object" in page.text_content("#effects")
     shot(watched, "walkthrough-5-canceled")
     page.click("nav >> text=Lifecycle")
+    page.wait_for_url("**/lifecycle")  # the click only starts the navigation
+    page.wait_for_selector("svg [data-state]")
     states = page.eval_on_selector_all("svg [data-state]", "els => els.map(e => e.dataset.state)")
     assert sorted(states) == sorted(["queued", "running", "succeeded", "failed", "canceled"])
     accessible(page)
@@ -412,6 +195,49 @@ def test_the_list_follows_its_jobs_live(watched: Watched, service: dict[str, Any
     accessible(page)
     fits(page)
     shot(watched, "list-live")
+
+
+def test_the_list_takes_in_new_exports_and_the_job_page_its_timeline_live(
+    watched: Watched, service: dict[str, Any]
+) -> None:
+    """Exports made elsewhere (here, over the API) appear in the open list and follow their
+    status; a job's page shows its start in the timeline and facts while it runs."""
+    page = watched.page
+    sign_in(page, service)
+    page.goto("/jobs")
+    page.evaluate("window.__same_page = true")
+    made = api(service, "POST", "/api/exports", json={"saved_query": "slow"})["id"]
+    row = f"tr[data-job='{made}']"
+    page.wait_for_selector(row, timeout=30_000)
+    page.wait_for_function(
+        "row => document.querySelector(row + ' [data-field=status]').textContent === 'running'",
+        arg=row,
+    )
+    assert page.evaluate("window.__same_page") is True
+    accessible(page)
+    cancel_all(service, "demo", [made])  # the source's two slots, for the part below
+    blockers = running_jobs(service, "operator", "slow", 2)
+    mine: list[int] = []
+    try:
+        queued = api(service, "POST", "/api/exports", json={"saved_query": "slow"})["id"]
+        mine.append(queued)
+        page.goto(f"/jobs/{queued}")
+        page.evaluate("window.__same_page = true")
+        assert status_of(page) == "queued"
+        assert "running" not in (page.text_content("#timeline tbody") or "")
+        cancel_all(service, "operator", blockers[:1])
+        wait_live(page, "running")
+        page.wait_for_function(
+            "() => document.getElementById('timeline').textContent.includes('running')"
+        )
+        assert "Started" in (page.text_content("#facts") or "")
+        assert status_of(page) == "running"  # the timeline moved while it runs
+        assert page.evaluate("window.__same_page") is True
+        accessible(page)
+        shot(watched, "job-running-timeline")
+    finally:
+        cancel_all(service, "operator", blockers)
+        cancel_all(service, "demo", mine)
 
 
 def test_the_form_tells_every_rule_and_every_problem(
@@ -454,6 +280,32 @@ def test_the_form_tells_every_rule_and_every_problem(
     assert "no" in page.text_content("[data-parameter=flag]")
     assert "False" not in shown
     assert "green" in shown
+
+
+def test_pickers_and_dates_follow_the_readers_zone_in_the_pages_language(
+    viewport: str, service: dict[str, Any]
+) -> None:
+    """A German browser in Paris: the timestamp picker shows and takes Paris time (the export
+    gets the same instant), and dates are written in English, the page's language."""
+    with browsing(service, viewport, timezone_id="Europe/Paris", locale="de-DE") as watched:
+        page = watched.page
+        sign_in(page, service)
+        page.goto("/exports/new?saved_query=every_kind")
+        shown_default = datetime.fromisoformat(page.input_value("#param-since"))
+        assert shown_default == datetime(2024, 3, 5, 10, 0)  # 09:00 UTC, in Paris
+        assert "in your time zone (Europe/Paris)" in (page.text_content("#hint-since") or "")
+        accessible(page)
+        page.fill("#param-since", "2024-06-01T12:00:00")  # summer time: UTC+2
+        page.click("#export-button")
+        page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+        job_id = int(page.url.rsplit("/", 1)[1])
+        sent = api(service, "GET", f"/api/exports/{job_id}")["job"]["parameters"]["since"]
+        assert datetime.fromisoformat(sent) == datetime(2024, 6, 1, 10, 0, tzinfo=UTC)
+        shown = page.text_content("[data-parameter=since] time") or ""
+        assert "Jun 1, 2024" in shown, shown
+        assert "Juni" not in (page.text_content("main") or "")
+        assert "12:00:00" in shown  # Paris time, as the picker took it
+        shot(watched, "picker-local-time")
 
 
 def test_long_and_right_to_left_values_stay_in_their_place(
@@ -590,6 +442,41 @@ def test_the_api_documentation_works_offline(watched: Watched, service: dict[str
     page.goto("/redoc")
     page.wait_for_selector("redoc h1, [role=main] h1, h1", timeout=30_000)
     assert [u for u in outside if "cdn.redoc.ly" not in u] == []
+
+
+def test_the_api_documentation_is_accessible_leads_back_and_takes_a_token(
+    watched: Watched, service: dict[str, Any]
+) -> None:
+    """Swagger UI: an Authorize button that takes a person's token, "Try it out" answered 200
+    with it; both documentation pages pass axe and lead back to the dashboard."""
+    page = watched.page
+    page.goto("/docs")
+    page.wait_for_selector(".swagger-ui .title")
+    accessible(page)
+    page.click(".swagger-ui button.authorize")
+    page.wait_for_selector(".modal-ux input")
+    accessible(page)
+    page.fill(".modal-ux input", service["tokens"]["demo"])
+    page.click(".modal-ux button[type=submit]")
+    page.click(".modal-ux button.btn-done")
+    operation = "#operations-saved_queries-list_saved_queries"
+    page.click(f"{operation} .opblock-summary-control")
+    page.click(f"{operation} .try-out__btn")
+    page.click(f"{operation} .execute")
+    answered = f"{operation} .live-responses-table tbody .response-col_status"
+    page.wait_for_selector(answered)
+    assert page.text_content(answered).strip() == "200"
+    assert "orders_by_day" in page.text_content(f"{operation} .live-responses-table tbody")
+    accessible(page)
+    shot(watched, "docs-authorized")
+    page.click("#back-to-dashboard")
+    page.wait_for_url("**/sign-in")  # signed out: the dashboard starts at signing in
+    page.goto("/redoc")
+    page.wait_for_selector("#redoc h1")
+    accessible(page)
+    shot(watched, "docs-redoc")
+    page.click("#back-to-dashboard")
+    page.wait_for_url("**/sign-in")
 
 
 def test_signing_out_ends_the_session(watched: Watched, service: dict[str, Any]) -> None:

@@ -12,7 +12,6 @@ a phone viewport, each page checked by axe-core and photographed under var/scree
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,9 +21,9 @@ import pytest
 from standardwebhooks import Webhook
 
 from reportexport.composition import Runtime, load_settings
-from reportexport.dashboard.format import zoned_text
 from reportexport.services.schedules import ScheduleService
-from tests.browser.test_dashboard import (  # viewport, watched: fixtures shared with it
+from reportexport.web.dashboard.format import zoned_text
+from tests.browser.pages import (
     Watched,
     accessible,
     api,
@@ -34,13 +33,11 @@ from tests.browser.test_dashboard import (  # viewport, watched: fixtures shared
     serving,
     shot,
     sign_in,
-    viewport,
-    watched,
 )
 from tests.effects.receiver import Receiver, running_receiver
+from tests.helpers import wait_for
 
 PARIS = "Europe/Paris"
-__all__ = ["viewport", "watched"]  # fixtures, imported to be used here
 
 
 @pytest.fixture(scope="module")
@@ -65,16 +62,6 @@ def as_token(service: dict[str, Any], token: str, method: str, path: str, **kw: 
     )  # fmt: skip
     answer.raise_for_status()
     return answer.json() if answer.content else None
-
-
-def wait_for(what: str, check: Any, timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def effect_of(service: dict[str, Any], token: str, job_id: int, name: str) -> dict[str, Any]:
@@ -122,8 +109,10 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
         )
         job_id = job["id"]
         wait_for(
-            "the webhook to be given up",
             lambda: effect_of(service, token, job_id, "emit_done_webhook").get("given_up_at"),
+            90,
+            "the webhook to be given up",
+            every=0.3,
         )
         # Re-drive it.
         page.click(".tabs >> text=Side effects")
@@ -138,8 +127,10 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
         assert "is due again" in (page.text_content("#flash") or "")
         assert page.locator(f"tr[data-effect='{job_id}/emit_done_webhook']").count() == 0
         delivered = wait_for(
-            "the re-driven webhook",
             lambda: effect_of(service, token, job_id, "emit_done_webhook").get("completed_at"),
+            90,
+            "the re-driven webhook",
+            every=0.3,
         )
         assert delivered
         assert len(set(receiver.ids())) == 1  # one event id for every attempt
@@ -258,10 +249,16 @@ def test_a_user_schedules_orders_of_yesterday_every_day_at_eight_in_paris(
             "() => document.getElementById('schedule-description').textContent"
             ".includes('At 08:00 every day (Europe/Paris)')"
         )
-        page.fill("#schedule-cron", "0 8 * * 1")  # said in words as it is typed...
+        page.fill("#schedule-cron", "0 8 * * 1")  # said in words as it is typed, with how
+        page.wait_for_function(  # close its firings come (a week less the hour clocks skip)
+            "() => document.getElementById('schedule-description').textContent"
+            ".includes('on Monday (Europe/Paris). Firings at least 167 hours apart; the "
+            "shortest gap allowed is 1 minute.')"
+        )
+        page.fill("#schedule-cron", "* * * * * *")  # ...with the minimum period it breaks...
         page.wait_for_function(
             "() => document.getElementById('schedule-description').textContent"
-            ".includes('on Monday')"
+            ".includes('the shortest gap allowed between two firings is 1 minute')"
         )
         page.fill("#schedule-cron", "0 8 * * *")  # ...and back to every day
         page.wait_for_function(

@@ -1,3 +1,5 @@
+"""The frozen fixture and the module under contract (a mutated copy under ./scripts/mutate)."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +9,11 @@ from typing import Any
 
 import pytest
 
-from reportexport import job_status as _module_under_contract
-from tests.conftest import REPO_ROOT
+from reportexport.core import job_status as _module_under_contract
+from tests.helpers import REPO_ROOT
+from tests.tiers import Tier
+
+TIER = Tier("contract", budget_seconds=300)
 
 # The file the module was imported from: under ./scripts/mutate, the mutated copy when
 # job_status is the target, the real one when a module it imports (the toolkit's) is.
@@ -24,7 +29,7 @@ def graph() -> dict[str, Any]:
 @pytest.fixture
 def job_status() -> ModuleType:
     """The module under contract; the labeled-failure tests pass mutated copies instead."""
-    from reportexport import job_status
+    from reportexport.core import job_status
 
     return job_status
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from frozen_lifecycle.graph import FIXTURE_NAME, load_graph
-from reportexport import fixture as fixture_module
-from reportexport.fixture import default_fixture_path
-from tests.conftest import FIXTURE_PATH, REPO_ROOT
+from reportexport.core import fixture as fixture_module
+from reportexport.core.fixture import default_fixture_path
+from tests.helpers import FIXTURE_PATH, REPO_ROOT
 
 
 def test_without_a_setting_the_checkouts_fixture_is_read(monkeypatch: pytest.MonkeyPatch) -> None:

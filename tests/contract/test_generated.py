@@ -31,10 +31,10 @@ from frozen_lifecycle.render import render_mermaid, render_table
 from frozen_lifecycle.typed_names import render_typed_names
 from reportexport.store import guards
 from reportexport.store.guards import POSTGRES_PATH, PROVENANCE, SQLITE_PATH
-from tests.conftest import FIXTURE_PATH, REPO_ROOT
+from tests.helpers import FIXTURE_PATH, REPO_ROOT
 
 GRAPH = load_graph(FIXTURE_PATH)
-TYPED_NAMES_PATH = "src/reportexport/lifecycle.py"
+TYPED_NAMES_PATH = "src/reportexport/core/lifecycle.py"
 # What this repository keeps generated, as its pyproject.toml says.
 CONFIG = load_config(REPO_ROOT)
 # The checkout the exporter is imported from (under ./scripts/mutate, where REPO_ROOT is a copy

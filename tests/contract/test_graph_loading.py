@@ -22,7 +22,7 @@ from frozen_lifecycle.graph import (
     schema_text,
     structural_defects,
 )
-from tests.conftest import FIXTURE_PATH, REPO_ROOT, TOOLKIT_SRC
+from tests.helpers import FIXTURE_PATH, REPO_ROOT, TOOLKIT_SRC
 
 
 def fixture_document() -> dict[str, Any]:

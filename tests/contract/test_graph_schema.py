@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from frozen_lifecycle.graph import load_schema
 from frozen_lifecycle.schema_check import UnsupportedSchemaError, schema_errors
-from tests.conftest import FIXTURE_PATH
+from tests.helpers import FIXTURE_PATH
 
 SCHEMA = load_schema()
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)

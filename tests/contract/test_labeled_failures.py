@@ -1,6 +1,6 @@
 """The case study's labeled failures, reproduced against mutated copies of the module.
 
-Each mutant is the real source of reportexport/job_status.py with one change appended,
+Each mutant is the real source of reportexport/core/job_status.py with one change appended,
 loaded as a module of its own; the case study's own contract tests must then fail.
 """
 

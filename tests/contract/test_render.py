@@ -11,7 +11,7 @@ import pytest
 
 from frozen_lifecycle.graph import load_graph
 from frozen_lifecycle.render import decision_rows
-from tests.conftest import FIXTURE_PATH
+from tests.helpers import FIXTURE_PATH
 
 GRAPH = load_graph(FIXTURE_PATH)
 

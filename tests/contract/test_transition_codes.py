@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from frozen_lifecycle.graph import Graph, build_graph
-from reportexport import job_status
-from reportexport.job_status import (
+from reportexport.core import job_status
+from reportexport.core.job_status import (
     CANCELS,
     CLAIM,
     FAIL,

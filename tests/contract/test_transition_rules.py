@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reportexport.job_status import (
+from reportexport.core.job_status import (
     STATES,
     ActorError,
     IllegalTransitionError,

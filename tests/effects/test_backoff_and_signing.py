@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from reportexport.effects.backoff import RetryPolicy
+from reportexport.runners.effects.backoff import RetryPolicy
 from reportexport.webhooks.sender import parse_retry_after
 from reportexport.webhooks.signing import new_secret, signed_headers
 
@@ -70,8 +70,8 @@ def test_an_old_timestamp_is_refused_by_receivers() -> None:
 
 def test_the_runner_refuses_to_start_when_handlers_and_fixture_disagree() -> None:
     from frozen_lifecycle.graph import load_graph
-    from reportexport.effects.handlers import HANDLERS, check_handlers
-    from tests.conftest import FIXTURE_PATH
+    from reportexport.runners.effects.handlers import HANDLERS, check_handlers
+    from tests.helpers import FIXTURE_PATH
 
     graph = load_graph(FIXTURE_PATH)
     check_handlers(graph)  # ours agree

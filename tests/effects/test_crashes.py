@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -15,17 +14,8 @@ import httpx
 from reportexport.objects import ObjectStore
 from reportexport.store import Database
 from reportexport.webhooks.signing import new_secret
-from tests.effects.conftest import Clock, failed_job, make_runner
 from tests.effects.receiver import Receiver
-
-
-def wait_until(predicate: object, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
+from tests.helpers import Clock, failed_job, make_runner, wait_for
 
 
 def test_a_runner_killed_mid_delivery_leaves_the_event_to_the_next_with_the_same_id(
@@ -49,7 +39,7 @@ def test_a_runner_killed_mid_delivery_leaves_the_event_to_the_next_with_the_same
             stdout=log, stderr=log,
         )  # fmt: skip
     try:
-        wait_until(lambda: len(receiver.received) == 1)
+        wait_for(lambda: len(receiver.received) == 1, 60, "len(receiver.received) == 1", every=0.05)
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=30)
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -13,8 +14,8 @@ from standardwebhooks import Webhook
 from reportexport.objects import ObjectStore
 from reportexport.store import Database
 from reportexport.webhooks.signing import new_secret
-from tests.effects.conftest import Clock, failed_job, make_runner, succeeded_job
 from tests.effects.receiver import Receiver
+from tests.helpers import Clock, failed_job, make_runner, succeeded_job
 
 
 def effects_of(db: Database, job_id: int) -> dict[str, Any]:
@@ -50,6 +51,23 @@ def test_a_succeeded_export_sends_one_signed_event_to_the_owner_and_the_global_e
     assert all(e.completed_at is not None and e.attempts == 1 for e in effects.values())
     assert effects["write_csv_object"].last_error is None
     assert runner.run_once() == 0  # nothing is sent twice
+
+
+def test_the_webhook_download_link_lives_the_link_setting(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    """The link in a succeeded export's webhook expires `link_seconds` after it is sent (it
+    lived 24 hours whatever the setting said)."""
+    endpoint = db.endpoints.add_webhook_endpoint(
+        owner="alice", url=receiver.url, secret=new_secret()
+    )
+    succeeded_job(db, objects)
+    sent_from = clock()
+    assert make_runner(db, objects, http, clock, link_seconds=600).run_once() == 2
+    (delivery,) = receiver.received
+    data = Webhook(endpoint.secret).verify(delivery.body, delivery.headers)["data"]
+    expires = datetime.fromisoformat(data["download_expires_at"].replace("Z", "+00:00"))
+    assert timedelta(seconds=600) <= expires - sent_from <= timedelta(seconds=600 + 60)
 
 
 def test_a_failed_export_sends_its_error(
@@ -136,7 +154,7 @@ def test_410_disables_the_endpoint(
 def test_after_the_cap_a_row_stays_given_up_until_redriven(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    from reportexport.effects.backoff import RetryPolicy
+    from reportexport.runners.effects.backoff import RetryPolicy
 
     db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     receiver.script = [(500, {}, 0.0)] * 2
@@ -176,9 +194,9 @@ def test_a_rotated_secret_signs_with_both_during_the_overlap(
 def test_a_private_destination_is_refused_without_the_development_setting(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
 ) -> None:
-    from reportexport.effects.handlers import Context
-    from reportexport.effects.runner import EffectsRunner, RunnerSettings
-    from tests.effects.conftest import GRAPH
+    from reportexport.runners.effects.handlers import Context
+    from reportexport.runners.effects.runner import EffectsRunner, RunnerSettings
+    from tests.helpers import GRAPH
 
     db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     job_id = failed_job(db)
@@ -197,8 +215,7 @@ def test_delete_temp_object_removes_a_canceled_jobs_temp_object(
     request: pytest.FixtureRequest,
 ) -> None:  # fmt: skip
     from reportexport.objects import open_object_store
-    from tests.exports.conftest import new_bucket
-    from tests.store.test_operations import new_job
+    from tests.helpers import new_bucket, new_job
 
     if store == "local":
         objects = open_object_store(f"file://{tmp_path / 'objects'}", link_secret=b"links")
@@ -260,9 +277,9 @@ def test_a_name_without_an_answer_costs_one_attempt_within_the_delivery_limit(
     import socket
     import time
 
-    from reportexport.effects.handlers import DELIVERY_RESOLVE_SECONDS, Context
-    from reportexport.effects.runner import EffectsRunner, RunnerSettings
-    from tests.effects.conftest import GRAPH
+    from reportexport.runners.effects.handlers import DELIVERY_RESOLVE_SECONDS, Context
+    from reportexport.runners.effects.runner import EffectsRunner, RunnerSettings
+    from tests.helpers import GRAPH
 
     def no_answer(*args: object, **kwargs: object) -> object:
         time.sleep(DELIVERY_RESOLVE_SECONDS + 5)
@@ -292,9 +309,9 @@ def test_a_stopping_runner_leaves_what_it_has_not_sent_to_the_next_claim_unattem
     """A runner told to stop does not work through its batch (each delivery can take seconds):
     it stops between deliveries, counts no attempt, and whoever claims the row next sends only
     to the endpoints not yet reached, with the same webhook-id."""
-    from reportexport.effects.handlers import Context
-    from reportexport.effects.runner import EffectsRunner, RunnerSettings
-    from tests.effects.conftest import GRAPH
+    from reportexport.runners.effects.handlers import Context
+    from reportexport.runners.effects.runner import EffectsRunner, RunnerSettings
+    from tests.helpers import GRAPH
 
     port = receiver.url.split(":")[2].split("/")[0]
     for path in ("first", "second"):

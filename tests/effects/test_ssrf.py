@@ -297,6 +297,15 @@ def test_the_published_pattern_takes_addresses_only_where_private_ranges_are_all
     assert strict.fullmatch("https://hooks.example.com/\n") is None
 
 
+@pytest.mark.parametrize("url", ["HTTP://hooks.example.com/x", "Https://hooks.example.com/"])
+def test_a_scheme_in_capitals_is_the_same_scheme(url: str) -> None:
+    """Schemes are case-insensitive: the check, the published pattern and the connection agree."""
+    assert parse_webhook_url(url).scheme == url.partition(":")[0].lower()
+    assert re.fullmatch(webhook_url_pattern(allow_private=False), url) is not None
+    resolve = _answers("93.184.216.34")
+    assert check_destination(url, resolver=resolve).scheme == url.partition(":")[0].lower()
+
+
 def test_addresses_are_refused_unless_private_ranges_are_allowed_explicitly() -> None:
     with pytest.raises(UnsafeDestinationError, match=r"^10\.0\.0\.1 is an address: "):
         parse_webhook_url("http://10.0.0.1/x")

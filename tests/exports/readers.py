@@ -1,4 +1,4 @@
-"""The reader matrix's machinery: the README's recipes run as written, and what a reader got,
+"""The reader matrix's machinery: the docs' recipes run as written, and what a reader got,
 cell by cell, as tagged values, so that a type changes a cell as surely as a value does
 (`True == 1`, `1 == 1.0` and a datetime compared with text would hide that)."""
 
@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 CSV_NAME, SCHEMA_NAME, XLSX_NAME = "orders-42.csv", "orders-42.schema.json", "orders-42.xlsx"
 _RECIPE = re.compile(r"<!-- reader: (\w+) -->\n```python\n(.*?)```", re.S)
+# "Read an export back", where the recipes are printed for people to copy.
+RECIPES_PAGE = REPO_ROOT / "docs" / "how-to" / "read-exports.md"
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 
 Cell = tuple[Any, ...]
@@ -35,14 +37,14 @@ class Table:
 
 
 def recipes() -> dict[str, str]:
-    """The README's recipe for each reader, by name."""
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    """The docs' recipe for each reader, by name."""
+    text = RECIPES_PAGE.read_text(encoding="utf-8")
     return {name: code for name, code in _RECIPE.findall(text)}
 
 
 def run_recipe(reader: str) -> dict[str, Any]:
-    """Run a reader's README recipe in the current folder (which holds the CSV and its schema)."""
-    code = compile(recipes()[reader], f"README.md recipe for {reader}", "exec")
+    """Run a reader's recipe in the current folder (which holds the CSV and its schema)."""
+    code = compile(recipes()[reader], f"{RECIPES_PAGE.name} recipe for {reader}", "exec")
     namespace: dict[str, Any] = {}
     exec(code, namespace)
     return namespace

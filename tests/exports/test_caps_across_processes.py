@@ -20,10 +20,9 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from reportexport.records import JobFilter
+from reportexport.core.records import JobFilter
 from reportexport.store import open_database
-from tests.store.conftest import GRAPH
-from tests.store.test_operations import limits
+from tests.helpers import GRAPH, limits
 
 CAP = 2
 WORKERS = 3
@@ -53,8 +52,8 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
 def test_three_worker_processes_never_run_more_than_the_cap(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    from reportexport.catalog import load_catalog
-    from reportexport.exports import new_export
+    from reportexport.core.catalog import load_catalog
+    from reportexport.pipeline.export import new_export
 
     catalog_file = tmp_path / "catalog.toml"
     catalog_file.write_text(CATALOG.format(url=postgres_url, cap=CAP))

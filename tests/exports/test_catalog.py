@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reportexport.catalog import CatalogError, load_catalog
-from reportexport.demo import DEMO_CATALOG
+from reportexport.core.catalog import CatalogError, load_catalog
+from reportexport.entrypoints.demo import DEMO_CATALOG
 
 BASE = """
 version = 1
@@ -75,6 +75,7 @@ def check(catalog: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_queries_check_describes_each_query_against_its_source(tmp_path: Path) -> None:
     import duckdb
 

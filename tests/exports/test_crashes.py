@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from reportexport.catalog import load_catalog
-from reportexport.exports import new_export
+from reportexport.core.catalog import load_catalog
 from reportexport.objects import ObjectStore, open_object_store
+from reportexport.pipeline.export import new_export
+from reportexport.runners.sweeper import sweep
 from reportexport.store import Database, Outcome, open_database
-from reportexport.sweeper import sweep
-from tests.exports.test_worker import ENDLESS, wait_until
-from tests.store.conftest import GRAPH
+from tests.helpers import ENDLESS, GRAPH, wait_for
 
 
 @pytest.fixture
@@ -69,15 +68,23 @@ def test_a_worker_killed_mid_export_ends_failed_and_leaves_no_object(
     job, _ = db.jobs.create_job(new_export(catalog.queries["endless"], {}, owner="alice"))
     worker = start_worker(setup, "--lease-seconds", "2")
     try:
-        wait_until(lambda: db.jobs.get_job(job.id).job.bytes_written > 0)
+        wait_for(
+            lambda: db.jobs.get_job(job.id).job.bytes_written > 0,
+            60,
+            "db.jobs.get_job(job.id).job.bytes_written > 0",
+            every=0.05,
+        )
         lease_token = db.jobs.get_job(job.id).job.lease_token
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=30)
         assert db.jobs.get_job(job.id).job.status == "running"  # nobody knows yet
         assert any(info.key.startswith("tmp/") for info in objects.list_objects())
 
-        wait_until(
-            lambda: db.queue.reap_expired("reaper", grace_seconds=0.5) == [job.id], timeout=30
+        wait_for(
+            lambda: db.queue.reap_expired("reaper", grace_seconds=0.5) == [job.id],
+            30,
+            'db.queue.reap_expired("reaper", grace_seconds=0.5) == [job.id]',
+            every=0.05,
         )
         detail = db.jobs.get_job(job.id)
         assert (detail.job.status, detail.job.error_code) == ("failed", "lease_expired")
@@ -108,7 +115,12 @@ def test_sigterm_lets_the_worker_end_running_exports_and_exit(
     job, _ = db.jobs.create_job(new_export(catalog.queries["endless"], {}, owner="alice"))
     worker = start_worker(setup, "--grace-seconds", "1")
     try:
-        wait_until(lambda: db.jobs.get_job(job.id).job.bytes_written > 0)
+        wait_for(
+            lambda: db.jobs.get_job(job.id).job.bytes_written > 0,
+            60,
+            "db.jobs.get_job(job.id).job.bytes_written > 0",
+            every=0.05,
+        )
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=60) == 0
         ended = db.jobs.get_job(job.id).job
@@ -129,7 +141,12 @@ def test_a_worker_started_after_the_crash_runs_new_jobs(setup: tuple[Path, str, 
     job, _ = db.jobs.create_job(new_export(catalog.queries["small"], {}, owner="alice"))
     worker = start_worker(setup)
     try:
-        wait_until(lambda: db.jobs.get_job(job.id).job.status == "succeeded", timeout=60)
+        wait_for(
+            lambda: db.jobs.get_job(job.id).job.status == "succeeded",
+            60,
+            'db.jobs.get_job(job.id).job.status == "succeeded"',
+            every=0.05,
+        )
         keys = [info.key for info in objects.list_objects()]
         assert keys == [f"exports/{job.id}/small-{job.id}.csv"]
     finally:

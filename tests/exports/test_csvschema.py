@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from reportexport.csvschema import file_schema, schema_file_name
+from reportexport.core.csvschema import file_schema, schema_file_name
 from reportexport.store import Database, JobId, Outcome, PublishedObject
-from tests.store.conftest import RawSql
-from tests.store.test_operations import new_job
+from tests.helpers import RawSql, new_job
 
 
 def finished(db: Database, published: PublishedObject | None, **options: object) -> JobId:

@@ -13,19 +13,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from reportexport.catalog import Catalog, load_catalog
-from reportexport.exports import new_export
+from reportexport.core.catalog import Catalog, load_catalog
+from reportexport.pipeline.export import new_export
 from reportexport.store import Database, open_database
-from tests.exports.test_infrastructure import QUERIES, cluster, restartable_url, wait_until
+from tests.helpers import GRAPH, WORKER_QUERIES, lease_end, wait_for
 from tests.postgres_server import ThrowawayCluster
-from tests.store.conftest import GRAPH
-
-__all__ = ["cluster", "restartable_url"]  # fixtures shared with test_infrastructure
 
 
 @pytest.fixture
@@ -34,7 +32,7 @@ def catalog_file(tmp_path: Path, sources_dir: Path) -> Path:
     demo = sources_dir / "demo.duckdb"
     lines = ["version = 1", "[sources.demo]", f'url = "duckdb:///{demo}"', "max_concurrent = 8"]
     for name in ("small", "seconds", "endless"):
-        lines += [f"[queries.{name}]", 'source = "demo"', f'sql = "{QUERIES[name]["sql"]}"']
+        lines += [f"[queries.{name}]", 'source = "demo"', f'sql = "{WORKER_QUERIES[name]["sql"]}"']
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -103,10 +101,12 @@ def test_a_worker_process_claims_after_a_fast_database_restart(
     try:
         found.start()
         first = submit(db, catalog, "small")
-        wait_until(lambda: status(db, first)[0] == "succeeded", timeout=60)
+        wait_for(
+            lambda: status(db, first)[0] == "succeeded", 60, 'status(db, first)[0] == "succeeded"'
+        )
         cluster.restart()
         job = submit(db, catalog, "small")
-        wait_until(lambda: status(db, job)[0] == "succeeded", timeout=90)
+        wait_for(lambda: status(db, job)[0] == "succeeded", 90, 'status(db, job)[0] == "succeeded"')
         assert found.started[0].poll() is None
     finally:
         found.stop_all()
@@ -124,21 +124,39 @@ def test_a_worker_frozen_holding_a_row_lock_fails_no_job_of_a_healthy_worker(
     try:
         a = workers.start("--lease-seconds", "3", "--concurrency", "1")
         a_job = submit(db, catalog, "endless", owner="frozen")
-        wait_until(lambda: status(db, a_job)[0] == "running", timeout=60)
+        wait_for(lambda: status(db, a_job)[0] == "running", 60, 'status(db, a_job)[0] == "running"')
         b = workers.start("--lease-seconds", "3", "--concurrency", "1")
         b_job = submit(db, catalog, "seconds", owner="healthy")
-        wait_until(lambda: db.jobs.get_job(b_job).job.lease_owner == worker_id(b), timeout=60)  # type: ignore[arg-type]
+        wait_for(
+            lambda: db.jobs.get_job(b_job).job.lease_owner == worker_id(b),  # type: ignore[arg-type]
+            60,
+            "db.jobs.get_job(b_job).job.lease_owner == worker_id(b)",
+        )
         with psycopg.connect(postgres_url) as lock:
             lock.execute(
                 f"UPDATE jobs SET bytes_written = bytes_written WHERE id = {a_job}".encode()
             )
             a.send_signal(signal.SIGSTOP)
-            time.sleep(20)  # many of B's leases; A's expired long ago but its row is locked
-            assert status(db, b_job)[0] in ("running", "succeeded")
+            a_lease_end = lease_end(db, a_job)
+
+            def b_outlived_a() -> bool:
+                """B's export succeeded, or its lease was renewed five leases past the end of
+                A's (which expired long ago, its row locked)."""
+                b_status = status(db, b_job)[0]
+                assert b_status in ("running", "succeeded"), workers.log(2)[-3000:]
+                if b_status == "succeeded":
+                    return True
+                return (lease_end(db, b_job) - a_lease_end).total_seconds() >= 5 * 3
+
+            wait_for(b_outlived_a, 200, "B's export to outlive A's lease", every=0.2)
             lock.rollback()
-        wait_until(lambda: status(db, b_job)[0] != "running", timeout=90)
+        wait_for(lambda: status(db, b_job)[0] != "running", 90, 'status(db, b_job)[0] != "running"')
         assert status(db, b_job) == ("succeeded", None), workers.log(2)[-3000:]
-        wait_until(lambda: status(db, a_job) == ("failed", "lease_expired"), timeout=60)
+        wait_for(
+            lambda: status(db, a_job) == ("failed", "lease_expired"),
+            60,
+            'status(db, a_job) == ("failed", "lease_expired")',
+        )
     finally:
         workers.stop_all()
         db.close()
@@ -160,7 +178,11 @@ def test_a_full_disk_fails_at_most_the_budget_and_the_rest_resume_by_themselves(
         )
         running = [submit(db, catalog, "seconds") for _ in range(4)]
         queued = [submit(db, catalog, "small") for _ in range(4)]
-        wait_until(lambda: all(status(db, j)[0] == "running" for j in running), timeout=60)
+        wait_for(
+            lambda: all(status(db, j)[0] == "running" for j in running),
+            60,
+            'all(status(db, j)[0] == "running" for j in running)',
+        )
         limit = resource.prlimit(process.pid, resource.RLIMIT_FSIZE)
         resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (0, limit[1]))
         try:
@@ -169,8 +191,16 @@ def test_a_full_disk_fails_at_most_the_budget_and_the_rest_resume_by_themselves(
                 beats = [b for b in db.heartbeats.heartbeats() if b.pid == process.pid]
                 return any(b.pause_reason == "storage_unavailable" for b in beats)
 
-            wait_until(paused, timeout=60)
-            time.sleep(8)  # probes at 1, 2, 4 s: each a real write, each refused
+            wait_for(paused, 60, "paused")
+            probe_times: set[datetime] = set()
+
+            def three_probes_refused() -> bool:
+                """Each refused probe (a real write) sets the next one later."""
+                beats = [b for b in db.heartbeats.heartbeats() if b.pid == process.pid]
+                probe_times.update(b.claims_paused_until for b in beats if b.claims_paused_until)
+                return len(probe_times) >= 3
+
+            wait_for(three_probes_refused, 120, "three probes refused", every=0.2)
             states = {j: status(db, j) for j in running + queued}
             failed = [j for j, s in states.items() if s == ("failed", "storage_unavailable")]
             assert 1 <= len(failed) <= 2, states
@@ -179,7 +209,11 @@ def test_a_full_disk_fails_at_most_the_budget_and_the_rest_resume_by_themselves(
         finally:
             resource.prlimit(process.pid, resource.RLIMIT_FSIZE, limit)
         rest = [j for j in running + queued if j not in failed]
-        wait_until(lambda: all(status(db, j)[0] == "succeeded" for j in rest), timeout=120)
+        wait_for(
+            lambda: all(status(db, j)[0] == "succeeded" for j in rest),
+            120,
+            'all(status(db, j)[0] == "succeeded" for j in rest)',
+        )
         for job_id in rest:
             moves = [(h.from_status, h.to_status) for h in db.jobs.get_job(job_id).history]  # type: ignore[arg-type]
             assert moves == [("queued", "running"), ("running", "succeeded")], moves
@@ -199,12 +233,19 @@ def test_a_worker_frozen_then_continued_then_terminated_shuts_down_properly(
     try:
         process = workers.start("--lease-seconds", "3", "--grace-seconds", "2")
         first = submit(db, catalog, "endless")
-        wait_until(lambda: status(db, first)[0] == "running", timeout=60)
+        wait_for(lambda: status(db, first)[0] == "running", 60, 'status(db, first)[0] == "running"')
         process.send_signal(signal.SIGSTOP)
-        time.sleep(6)
+        first_lease_end = lease_end(db, first)
+        wait_for(
+            lambda: datetime.now(UTC) > first_lease_end + timedelta(seconds=3),
+            60,
+            "the frozen worker's lease to be a lease past its end",
+        )
         process.send_signal(signal.SIGCONT)
         second = submit(db, catalog, "endless")
-        wait_until(lambda: status(db, second)[0] == "running", timeout=60)
+        wait_for(
+            lambda: status(db, second)[0] == "running", 60, 'status(db, second)[0] == "running"'
+        )
         process.send_signal(signal.SIGTERM)
         started = time.monotonic()
         assert process.wait(timeout=60) == 0, workers.log(1)[-3000:]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import threading
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from reportexport.links import LinkError, sign_download, verify_download
+from reportexport.core.links import LinkError, sign_download, verify_download
 from reportexport.objects import (
     ObjectExistsError,
     ObjectStore,
@@ -62,6 +63,24 @@ def test_publishing_never_overwrites_an_object(object_store: ObjectStore) -> Non
         assert handle.read() == b"first"
 
 
+def test_an_attempt_again_on_the_same_lease_replaces_what_the_first_left(
+    object_store: ObjectStore,
+) -> None:
+    """The first attempt of a run could not remove its temp object (an outage refused the
+    delete too): the next attempt under the same lease token starts afresh and publishes only
+    its own bytes."""
+    target = final_key(13, "x.csv")
+    first = object_store.create_temp(13, 4, target)
+    first.write(b"left behind")
+    second = object_store.create_temp(13, 4, target)
+    second.write(b"a\n1\n")
+    second.publish()
+    with object_store.read(target) as handle:
+        assert handle.read() == b"a\n1\n"
+    first.abort()  # the first attempt's writer finds nothing of its own to drop
+    assert keys(object_store) == {target}
+
+
 def test_a_temp_object_can_be_deleted_by_its_key(object_store: ObjectStore) -> None:
     temp = object_store.create_temp(10, 3, final_key(10, "x.csv"))
     temp.write(b"abc")
@@ -73,7 +92,7 @@ def test_a_temp_object_can_be_deleted_by_its_key(object_store: ObjectStore) -> N
 
 def test_a_large_object_goes_up_in_parts(s3_endpoint: str) -> None:
     from reportexport.objects.s3 import S3ObjectStore
-    from tests.exports.conftest import new_bucket
+    from tests.helpers import new_bucket
 
     store = S3ObjectStore(new_bucket(s3_endpoint), part_size=5 * 1024 * 1024)
     target = final_key(11, "big.csv")
@@ -92,7 +111,7 @@ def test_a_large_object_goes_up_in_parts(s3_endpoint: str) -> None:
 
 def test_s3_download_links_are_presigned_and_name_the_file(s3_endpoint: str) -> None:
     from reportexport.objects.s3 import S3ObjectStore
-    from tests.exports.conftest import new_bucket
+    from tests.helpers import new_bucket
 
     store = S3ObjectStore(new_bucket(s3_endpoint))
     temp = store.create_temp(12, 1, final_key(12, "orders.csv"))
@@ -156,3 +175,33 @@ def test_a_local_store_that_is_not_there_cannot_say_an_object_is_missing(tmp_pat
     assert info is not None
     assert info.size == 4
     assert store.stat(final_key(2, "b.csv")) is None
+
+
+def test_processes_starting_together_all_read_the_mark_they_share(tmp_path: Path) -> None:
+    """Seen in the fault suite: a process read the store's mark while another had created it
+    and not yet written it, took it for another job store's and exited. A mark is read whole
+    or not at all."""
+    for round_ in range(30):
+        root = tmp_path / f"objects-{round_}"
+        stores = [open_object_store(f"file://{root}", link_secret=b"x") for _ in range(6)]
+        barrier = threading.Barrier(len(stores))
+        seen: list[str] = []
+
+        def claim(store: ObjectStore, barrier: threading.Barrier, seen: list[str]) -> None:
+            barrier.wait()
+            seen.append(store.claim("store-1"))
+
+        threads = [threading.Thread(target=claim, args=(store, barrier, seen)) for store in stores]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert seen == ["store-1"] * len(stores)
+
+
+def test_an_empty_mark_left_by_a_torn_write_is_claimed(tmp_path: Path) -> None:
+    root = tmp_path / "objects"
+    store = open_object_store(f"file://{root}", link_secret=b"x")
+    (root / ".reportexport-store").write_text("")
+    assert store.claim("store-1") == "store-1"
+    assert store.claim("store-2") == "store-1"

@@ -6,24 +6,25 @@ problem at once, a preview)."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+import time
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as clock_time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reportexport.catalog import Catalog
 from reportexport.composition import Runtime
+from reportexport.core.catalog import Catalog
+from reportexport.core.parameters import InvalidParametersError
+from reportexport.core.records import Heartbeat
 from reportexport.objects import ObjectStore
-from reportexport.parameters import InvalidParametersError
-from reportexport.records import Heartbeat
 from reportexport.services.errors import ConflictError, ForbiddenError, InvalidInputError
 from reportexport.services.exports import Acting
 from reportexport.services.operators import OperatorService
 from reportexport.store import Database, Outcome
-from tests.api.test_api import runtime_for
 from tests.effects.receiver import Receiver, running_receiver
-from tests.exports.conftest import catalog_for
+from tests.helpers import catalog_for, runtime_for
 
 QUERIES: dict[str, Any] = {
     "orders_of_day": {
@@ -158,6 +159,40 @@ def test_workers_are_marked_stale_by_the_age_of_their_heartbeat(runtime: Runtime
     assert strict.overview(OLGA).stale == 1
 
 
+def test_processes_that_stopped_cleanly_are_stopped_not_stale(runtime: Runtime) -> None:
+    """A worker and an effects runner that stop say so on their heartbeats: the operators'
+    overview counts only a process that went silent (here, one that never said it stopped)."""
+    db = runtime.database
+    worker, runner = runtime.worker(), runtime.effects_runner()
+    worker.start()
+    runner.start()
+    deadline = time.monotonic() + 60
+    while len(db.heartbeats.heartbeats()) < 2:
+        assert time.monotonic() < deadline, "no heartbeat was written"
+        time.sleep(0.05)
+    worker.stop(grace_seconds=0)
+    runner.stop()
+    db.heartbeats.beat(
+        Heartbeat(process="h-9-worker", host="h", pid=9, kind="worker",
+                  started_at=datetime.now(UTC))
+    )  # fmt: skip
+    strict = OperatorService(
+        exports=runtime.exports, effects=db.effects, heartbeats=db.heartbeats, caps=db.caps,
+        audit=db.audit, stale_after_seconds=-1,
+    )  # fmt: skip
+    seen = {p.heartbeat.process: (p.stopped, p.stale) for p in strict.workers(OLGA).processes}
+    assert seen == {
+        worker.heartbeat().process: (True, False),
+        runner.settings.runner_id: (True, False),
+        "h-9-worker": (False, True),
+    }
+    assert strict.overview(OLGA).stale == 1
+    restarted = db.heartbeats.heartbeats()[0]  # a process that beats again is live again
+    db.heartbeats.beat(restarted)
+    again = {p.heartbeat.process: p.stopped for p in strict.workers(OLGA).processes}
+    assert again[restarted.process] is False
+
+
 def test_people_added_given_tokens_and_revoked_by_an_operator_are_audited(
     runtime: Runtime,
 ) -> None:
@@ -235,7 +270,7 @@ def test_a_schedule_from_a_form_takes_text_relative_dates_and_a_last_day(
     }  # fmt: skip
     assert schedule.ends_at is not None
     local_end = schedule.ends_at.astimezone(_paris())
-    assert (local_end.date(), local_end.time()) == (last_day, time(23, 59, 59, 999_000))
+    assert (local_end.date(), local_end.time()) == (last_day, clock_time(23, 59, 59, 999_000))
     assert len(view.next_times) == 5
     with pytest.raises(InvalidParametersError) as every:
         schedules.create(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reportexport.parameters import (
+from reportexport.core.parameters import (
     ParameterError,
     ParamSpec,
     coerce,

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from reportexport.parameter_schema import (
+from reportexport.core.parameter_schema import (
     END,
     between,
     parameter_schema,
     parameters_schema,
 )
-from reportexport.parameters import ParameterError, ParamSpec, validate
-from reportexport.text import STORABLE_PATTERNS
+from reportexport.core.parameters import ParameterError, ParamSpec, validate
+from reportexport.core.text import STORABLE_PATTERNS
 
 STORABLE = [{"pattern": pattern} for pattern in STORABLE_PATTERNS]
 

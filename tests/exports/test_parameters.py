@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reportexport.parameters import (
+from reportexport.core.parameters import (
     InvalidParametersError,
     ParameterError,
     ParamSpec,

@@ -1,11 +1,11 @@
-"""The reader matrix: one export read back by the readers people use, with the README's recipes.
+"""The reader matrix: one export read back by the readers people use, with the docs' recipes.
 
 The export holds every column type the dialect covers (tests/exports/reader_table.py); a worker
 writes it with the default options, the Excel-style options and two NULL markers (one without
 spreadsheet safety), and the job's schema is written next to it. Each reader runs its recipe
-from README.md ("Reading the file back") exactly as printed there, and every cell it gets is
-compared, type and value, with what the README promises, including what it says a reader still
-loses.
+from docs/how-to/read-exports.md ("Read an export back") exactly as printed there, and every cell
+it gets is compared, type and value, with what the page promises, including what it says a reader
+still loses.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from reportexport.catalog import Catalog
-from reportexport.csvformat import CsvOptions, render_timestamp, render_value
-from reportexport.csvschema import file_schema
-from reportexport.exports import new_export
+from reportexport.core.catalog import Catalog
+from reportexport.core.csvformat import CsvOptions, render_timestamp, render_value
+from reportexport.core.csvschema import file_schema
 from reportexport.objects import open_object_store
+from reportexport.pipeline.export import new_export
+from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.store import Database, open_database
-from reportexport.worker import Worker, WorkerSettings
-from tests.exports.conftest import catalog_for
 from tests.exports.reader_table import KINDS, NAMES, reader_rows
 from tests.exports.readers import (
     CSV_NAME,
@@ -40,7 +39,7 @@ from tests.exports.readers import (
     read_back,
     require_libreoffice,
 )
-from tests.store.conftest import GRAPH
+from tests.helpers import GRAPH, catalog_for
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -120,7 +119,7 @@ def readings(exports: dict[str, Path], office_home: None) -> Any:
     return reading
 
 
-# -- what the README promises, cell by cell ---------------------------------------------------
+# -- what the docs promise, cell by cell -----------------------------------------------------
 
 
 def written(name: str, value: Any, options: CsvOptions) -> str | None:

@@ -9,7 +9,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reportexport.exports import RecordCounter
+from reportexport.pipeline.export import RecordCounter
 
 cells = st.one_of(st.text(max_size=8), st.sampled_from(['a"b', "x\ny", "\r\n", '""', '"\n"']))
 tables = st.lists(st.lists(cells, min_size=1, max_size=4), min_size=0, max_size=20)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,19 +15,18 @@ from typing import Any
 import httpx
 import pytest
 
-from reportexport.catalog import Catalog
-from reportexport.effects.handlers import Context
-from reportexport.effects.runner import EffectsRunner, RunnerSettings
+from reportexport.core.catalog import Catalog
+from reportexport.core.records import JobFilter
 from reportexport.objects import ObjectStore, open_object_store
-from reportexport.records import JobFilter
+from reportexport.runners.effects.handlers import Context
+from reportexport.runners.effects.runner import EffectsRunner, RunnerSettings
+from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.services.errors import NotFoundError, OverLimitError
 from reportexport.services.exports import Acting, ExportService, Fairness
 from reportexport.services.schedules import ScheduleLimits, ScheduleService
 from reportexport.store import Database, open_database
-from reportexport.worker import Worker, WorkerSettings
 from tests.effects.receiver import Receiver, running_receiver
-from tests.exports.conftest import catalog_for
-from tests.store.conftest import GRAPH
+from tests.helpers import GRAPH, catalog_for, wait_for
 
 QUERIES: dict[str, Any] = {
     "orders_of_day": {
@@ -104,13 +102,6 @@ def scheduled_jobs(db: Database) -> list[Any]:
     return sorted((job for job in jobs if job.schedule_id is not None), key=lambda j: j.id)
 
 
-def wait_until(predicate: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     with running_receiver(Receiver()) as running:
@@ -140,8 +131,18 @@ def test_three_days_of_daily_firings_make_one_job_a_day_with_its_file_and_webhoo
                 (job, *_) = reversed(scheduled_jobs(db))
                 assert job.parameters == {"day": f"2026-{11 if day == 1 else 12}-"
                                                  f"{30 if day == 1 else day - 1:02d}"}  # fmt: skip
-                wait_until(lambda job_id=job.id: db.jobs.get_job(job_id).job.status == "succeeded")
-                wait_until(lambda day=day: len(receiver.received) == day)
+                wait_for(
+                    lambda job_id=job.id: db.jobs.get_job(job_id).job.status == "succeeded",
+                    60,
+                    'db.jobs.get_job(job_id).job.status == "succeeded"',
+                    every=0.05,
+                )
+                wait_for(
+                    lambda day=day: len(receiver.received) == day,
+                    60,
+                    "len(receiver.received) == day",
+                    every=0.05,
+                )
         finally:
             worker.stop(grace_seconds=5)
             runner.stop()
@@ -329,7 +330,7 @@ def test_run_now_pause_resume_delete_and_the_per_person_limit(
 def test_a_schedule_is_refused_by_name_when_its_parts_are_wrong(
     db: Database, catalog: Catalog, objects: ObjectStore, clock: Clock
 ) -> None:
-    from reportexport.parameters import ParameterError
+    from reportexport.core.parameters import ParameterError
     from reportexport.services.errors import InvalidInputError
 
     _, service = services(db, catalog, objects, clock)
@@ -344,7 +345,7 @@ def test_a_schedule_is_refused_by_name_when_its_parts_are_wrong(
         ({"time_zone": "Mars/Olympus"}, "time_zone"),
         ({"ends_at": at(2026, 11, 1)}, "ends_at"),
         ({"ends_at": at(2026, 12, 1, 6, 30)}, "cron"),  # ends before it would first fire
-        ({"parameters": {"day": {"relative": "someday"}}}, "parameters"),
+        ({"parameters": {"day": {"relative": "someday"}}}, "parameters.day"),
     ):
         with pytest.raises(InvalidInputError) as raised:
             create(**overrides)
@@ -363,3 +364,68 @@ def test_a_purge_takes_the_firings_of_the_jobs_it_removes(
     purge = db.retention.purge(datetime.now(UTC) + timedelta(seconds=1), person="olga")
     assert (purge.jobs, purge.schedule_firings) == (1, 1)
     assert service.show(ALICE, schedule_id).firings == []
+
+
+def test_a_schedule_firing_more_often_than_the_minimum_period_is_refused_naming_cron(
+    db: Database, catalog: Catalog, objects: ObjectStore, clock: Clock
+) -> None:
+    from reportexport.services.errors import InvalidInputError
+
+    _, service = services(db, catalog, objects, clock)  # the default minimum: one minute
+    daily = {"day": {"relative": "yesterday"}}
+    with pytest.raises(InvalidInputError) as raised:
+        service.create(ALICE, "orders_of_day", daily, cron="* * * * * *", time_zone=PARIS)
+    assert raised.value.field == "cron"
+    assert raised.value.detail == (
+        "'* * * * * *' fires 1 second after its firing of 2026-12-02 00:00:00 (Europe/Paris): "
+        "the shortest gap allowed between two firings is 1 minute"
+    )
+    # 01:30 and 02:30 are an hour apart but for the spring-forward day, when 02:30 fires at
+    # 03:00: half an hour; the preview says it, and a minimum of 45 minutes refuses it.
+    shown = service.preview("30 1,2 * * *", PARIS)
+    assert shown.period == (
+        "Firings at least 30 minutes apart; the shortest gap allowed is 1 minute."
+    )
+    strict = ScheduleService(
+        schedules=db.schedules, exports=service.exports, catalog=catalog,
+        limits=ScheduleLimits(min_period_seconds=45 * 60), clock=clock,
+    )  # fmt: skip
+    twice = "30 1,2 * * *"
+    for refused in (
+        lambda: strict.create(ALICE, "orders_of_day", daily, cron=twice, time_zone=PARIS),
+        lambda: strict.preview(twice, PARIS),
+    ):
+        with pytest.raises(InvalidInputError, match="fires 30 minutes after its firing of "
+                           r"2027-03-28 01:30:00 \(Europe/Paris\)"):  # fmt: skip
+            refused()
+    assert service.list(ALICE) == []
+    assert strict.preview("30 1 * * *", PARIS).shortest_gap == timedelta(hours=23)
+
+
+def test_the_upgrade_pauses_schedules_below_the_minimum_period_and_resume_refuses_them(
+    db: Database, catalog: Catalog, objects: ObjectStore, clock: Clock
+) -> None:
+    """Schedules made under a lower minimum (or before there was one) are paused with the
+    reason; the others are left alone, and a paused one cannot fire again as it is."""
+    from reportexport.services.errors import InvalidInputError
+    from reportexport.services.schedules import pause_too_frequent
+
+    exports, _ = services(db, catalog, objects, clock)
+    lax = ScheduleService(schedules=db.schedules, exports=exports, catalog=catalog,
+                          limits=ScheduleLimits(min_period_seconds=1), clock=clock)  # fmt: skip
+    daily = {"day": {"relative": "yesterday"}}
+    every_second = lax.create(ALICE, "orders_of_day", daily, cron="* * * * * *", time_zone=PARIS)
+    every_day = lax.create(ALICE, "orders_of_day", daily, cron="0 8 * * *", time_zone=PARIS)
+    paused = pause_too_frequent(db.schedules, timedelta(minutes=1), clock())
+    assert [(s.id, reason) for s, reason in paused] == [(
+        every_second.schedule.id,
+        "'* * * * * *' fires 1 second after its firing of 2026-12-02 00:00:00 (Europe/Paris): "
+        "the shortest gap allowed between two firings is 1 minute; delete this schedule and "
+        "make one that fires less often",
+    )]  # fmt: skip
+    shown = {v.schedule.id: v.schedule.pause_reason for v in lax.list(ALICE)}
+    assert shown == {every_second.schedule.id: paused[0][1], every_day.schedule.id: None}
+    assert pause_too_frequent(db.schedules, timedelta(minutes=1), clock()) == []  # once
+    _, service = services(db, catalog, objects, clock)
+    with pytest.raises(InvalidInputError, match="delete this schedule and make one"):
+        service.resume(ALICE, every_second.schedule.id)

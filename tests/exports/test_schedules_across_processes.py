@@ -17,21 +17,19 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from reportexport.catalog import load_catalog
+from reportexport.core.catalog import load_catalog
+from reportexport.core.records import Firing, Job, JobFilter
 from reportexport.objects import open_object_store
-from reportexport.records import JobFilter
 from reportexport.services.exports import Acting
 from reportexport.store import open_database
-from tests.api.test_api import runtime_for
-from tests.api.test_serve import free_port, wait_until_up
-from tests.store.conftest import GRAPH
+from tests.helpers import GRAPH, runtime_for, serving_url, start_serve, tail, wait_for
 
 WORKERS = 3
 PROCESSES = WORKERS + 2  # and two `serve` processes
@@ -70,9 +68,7 @@ def test_every_firing_makes_one_job_across_scheduler_processes(
     )
     with closing(open_database(database_url, GRAPH)) as db:
         logs = [open(tmp_path / f"worker-{i}.log", "wb") for i in range(PROCESSES)]  # noqa: SIM115
-        commands = [["worker"]] * WORKERS + [
-            ["serve", "--port", str(free_port())] for _ in range(PROCESSES - WORKERS)
-        ]
+        commands = [["worker"]] * WORKERS + [["serve", "--port", "0"]] * (PROCESSES - WORKERS)
         workers = [
             subprocess.Popen(
                 [sys.executable, "-m", "reportexport", *command],
@@ -82,27 +78,48 @@ def test_every_firing_makes_one_job_across_scheduler_processes(
             )
             for command, log in zip(commands, logs, strict=True)
         ]
+
+        def logs_of_all() -> str:
+            return "\n".join(tail(tmp_path / f"worker-{i}.log", 2000) for i in range(PROCESSES))
+
+        def all_started() -> bool:
+            ended = [w.args for w in workers if w.poll() is not None]
+            assert not ended, f"ended before they started: {ended}\n{logs_of_all()}"
+            return len(db.heartbeats.heartbeats()) >= PROCESSES
+
         try:
-            deadline = time.monotonic() + 120
-            while len(db.heartbeats.heartbeats()) < PROCESSES:
-                assert time.monotonic() < deadline, "the workers did not all start"
-                time.sleep(0.2)
-            runtime = runtime_for(db, load_catalog(catalog_file), open_object_store(objects))
+            wait_for(all_started, 120, "every process's heartbeat", every=0.2, detail=logs_of_all)
+            runtime = runtime_for(db, load_catalog(catalog_file), open_object_store(objects),
+                                  min_schedule_period_seconds=1)  # fmt: skip
             view = runtime.schedules.create(
                 Acting(name="alice", role="user"), "tick", {"day": {"relative": "yesterday"}},
                 cron="*/2 * * * * *", time_zone="Europe/Paris",
             )  # fmt: skip
             schedule = view.schedule
-            time.sleep(SECONDS)
+            wait_for(
+                lambda: len(db.schedules.firings(schedule.id, limit=1000)) >= SECONDS // 2,
+                SECONDS * 10,
+                f"{SECONDS // 2} firings of a schedule that fires every two seconds",
+                every=0.2,
+                detail=logs_of_all,
+            )
             db.schedules.delete(schedule.id, now=schedule.created_at)  # no firing after this
-            time.sleep(2)  # a firing taken just before the delete settles
-            firings = db.schedules.firings(schedule.id, limit=1000)
             made = JobFilter(limit=1000)
-            jobs = [job for job in db.jobs.list_jobs(made).jobs if job.schedule_id == schedule.id]
-            while any(job.finished_at is None for job in jobs):
-                assert time.monotonic() < deadline, "the scheduled exports did not finish"
-                time.sleep(0.2)
+
+            def settled() -> tuple[list[Firing], list[Job]] | None:
+                """The firings and their jobs once every job is finished; a firing taken just
+                before the delete may still be on its way to the store."""
+                firings = db.schedules.firings(schedule.id, limit=1000)
                 jobs = [j for j in db.jobs.list_jobs(made).jobs if j.schedule_id == schedule.id]
+                finished = all(job.finished_at is not None for job in jobs)
+                made_by_firings = sorted(f.job_id for f in firings if f.job_id is not None)
+                agree = made_by_firings == sorted(job.id for job in jobs)
+                return (firings, jobs) if finished and agree else None
+
+            firings, jobs = wait_for(
+                settled, 120, "every firing's job to exist and finish", every=0.2,
+                detail=logs_of_all,
+            )  # fmt: skip
         finally:
             for worker in workers:
                 worker.send_signal(signal.SIGTERM)
@@ -124,19 +141,15 @@ def test_every_firing_makes_one_job_across_scheduler_processes(
 
 
 def test_serve_fires_a_schedule_made_from_the_command_line(tmp_path: Path) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
     env["REPORTEXPORT_HOME"] = str(tmp_path / "var")
+    env["REPORTEXPORT_MIN_SCHEDULE_PERIOD_SECONDS"] = "1"  # a firing every two seconds
     log = tmp_path / "serve.log"
-    with open(log, "wb") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "reportexport", "serve", "--port", str(port),
-             "--demo-rows", "500", "--grace-seconds", "1"],
-            env=env, stdout=output, stderr=subprocess.STDOUT, cwd=tmp_path,
-        )  # fmt: skip
+    server = start_serve(
+        ["--demo-rows", "500", "--grace-seconds", "1"], env=env, log=log, cwd=tmp_path
+    )
     try:
-        wait_until_up(base)
+        base = serving_url(server, log)
         shown_once = r"created \w+ '(\w+)'; token \(shown once\): (\S+)"
         tokens = dict(re.findall(shown_once, log.read_text()))
         cli_env = {**env, "REPORTEXPORT_SERVER": base, "REPORTEXPORT_TOKEN": tokens["demo"]}
@@ -152,17 +165,19 @@ def test_serve_fires_a_schedule_made_from_the_command_line(tmp_path: Path) -> No
         assert created.returncode == 0, created.stdout + created.stderr
         schedule_id = int(re.search(r"schedule (\d+)", created.stdout)[1])  # type: ignore[index]
         headers = {"Authorization": f"Bearer {tokens['demo']}"}
-        deadline = time.monotonic() + 60
         with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
-            while True:
+
+            def two_succeeded() -> list[dict[str, Any]] | None:
                 jobs = [
                     job for job in client.get("/api/exports").json()["jobs"]
                     if job["schedule_id"] == schedule_id and job["status"] == "succeeded"
                 ]  # fmt: skip
-                if len(jobs) >= 2:
-                    break
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.5)
+                return jobs if len(jobs) >= 2 else None
+
+            jobs = wait_for(
+                two_succeeded, 60, "two exports of a schedule firing every two seconds",
+                every=0.5, detail=lambda: tail(log),
+            )  # fmt: skip
         shown = cli("show", str(schedule_id))
         assert shown.returncode == 0, shown.stderr
         assert "Asia/Kolkata" in shown.stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reportexport.sqlparams import Param, parameter_names, render, split_sql
+from reportexport.core.sqlparams import Param, parameter_names, render, split_sql
 
 
 def test_parameters_are_split_out_of_the_text() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,19 +13,16 @@ from typing import Any
 
 import pytest
 
-from reportexport.catalog import Catalog
-from reportexport.csvformat import DIALECT_VERSION, CsvOptions, render_value
-from reportexport.exports import new_export
+from reportexport.core.catalog import Catalog
+from reportexport.core.csvformat import DIALECT_VERSION, CsvOptions, render_value
 from reportexport.objects import ObjectStore
+from reportexport.pipeline.export import new_export
+from reportexport.runners.sweeper import sweep
+from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.services.errors import ConflictError, GoneError
 from reportexport.services.exports import Acting, ExportService
 from reportexport.store import Database, Job
-from reportexport.sweeper import sweep
-from reportexport.worker import Worker, WorkerSettings
-from tests.exports.conftest import catalog_for, typed_rows
-
-# An export that runs for minutes unless stopped: a slow, endless-looking stream of rows.
-ENDLESS = "SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(2000000000) AS t(i)"
+from tests.helpers import ENDLESS, catalog_for, typed_rows, wait_for
 
 QUERIES: dict[str, Any] = {
     "typed_duckdb": {"source": "typed_duckdb", "sql": "SELECT * FROM typed ORDER BY id"},
@@ -77,17 +75,13 @@ def submit(db: Database, catalog: Catalog, name: str, **params: Any) -> int:
     return job.id
 
 
-def wait_until(predicate: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
-
-
 def finished(db: Database, job_id: int, timeout: float = 60.0) -> Job:
-    wait_until(lambda: db.jobs.get_job(job_id).job.finished_at is not None, timeout)  # type: ignore[arg-type]
+    wait_for(
+        lambda: db.jobs.get_job(job_id).job.finished_at is not None,  # type: ignore[arg-type]
+        timeout,
+        "db.jobs.get_job(job_id).job.finished_at is not None",
+        every=0.05,
+    )
     return db.jobs.get_job(job_id).job  # type: ignore[arg-type]
 
 
@@ -154,13 +148,26 @@ def test_a_demo_export_with_parameters_keeps_its_snapshot(
 
 
 def test_a_query_error_fails_the_job_and_leaves_no_object(
-    jobs_db: Database, catalog: Catalog, object_store: ObjectStore, worker_factory: Any
+    jobs_db: Database,
+    catalog: Catalog,
+    object_store: ObjectStore,
+    worker_factory: Any,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="reportexport")
     worker_factory(object_store)
     job = finished(jobs_db, submit(jobs_db, catalog, "broken"))
     assert job.status == "failed"
     assert job.error_code == "query_error"
-    assert "no_such_column" in (job.error_message or "")
+    assert job.error_message == (
+        "the saved query names a column its source does not have (no_such_column); operators "
+        "can see the source's own message in the logs"
+    )
+    said = [
+        r.getMessage() for r in caplog.records if f"job {job.id}: query_error" in r.getMessage()
+    ]
+    assert len(said) == 1
+    assert "Binder Error" in said[0]  # the driver's own words, for operators
     assert list(object_store.list_objects()) == []
     effects = jobs_db.jobs.get_job(job.id).side_effects  # type: ignore[arg-type]
     assert [e.effect for e in effects] == ["emit_failed_webhook"]
@@ -186,11 +193,21 @@ def test_cancelling_a_running_export_stops_it_and_leaves_no_object(
 ) -> None:
     worker = worker_factory(object_store)
     job_id = submit(jobs_db, catalog, "endless")
-    wait_until(lambda: jobs_db.jobs.get_job(job_id).job.bytes_written > 0)  # type: ignore[arg-type]
-    wait_until(lambda: jobs_db.jobs.get_job(job_id).job.rows_written > 0)  # type: ignore[arg-type]
+    wait_for(
+        lambda: jobs_db.jobs.get_job(job_id).job.bytes_written > 0,  # type: ignore[arg-type]
+        60,
+        "jobs_db.jobs.get_job(job_id).job.bytes_written > 0",
+        every=0.05,
+    )
+    wait_for(
+        lambda: jobs_db.jobs.get_job(job_id).job.rows_written > 0,  # type: ignore[arg-type]
+        60,
+        "jobs_db.jobs.get_job(job_id).job.rows_written > 0",
+        every=0.05,
+    )
     jobs_db.jobs.cancel_job(job_id, person="alice", reason="changed my mind")  # type: ignore[arg-type]
     canceled_at = time.monotonic()
-    wait_until(lambda: worker.active == 0, timeout=30)
+    wait_for(lambda: worker.active == 0, 30, "worker.active == 0", every=0.05)
     stopped_after = time.monotonic() - canceled_at
     assert stopped_after < 20  # generous: the real figure comes from bench/export.py
     detail = jobs_db.jobs.get_job(job_id)  # type: ignore[arg-type]
@@ -210,7 +227,12 @@ def test_graceful_stop_ends_running_exports_as_worker_shutdown(
     worker = Worker(jobs_db, catalog, local_objects, WorkerSettings(poll_seconds=0.2))
     worker.start()
     job_id = submit(jobs_db, catalog, "endless")
-    wait_until(lambda: jobs_db.jobs.get_job(job_id).job.bytes_written > 0)  # type: ignore[arg-type]
+    wait_for(
+        lambda: jobs_db.jobs.get_job(job_id).job.bytes_written > 0,  # type: ignore[arg-type]
+        60,
+        "jobs_db.jobs.get_job(job_id).job.bytes_written > 0",
+        every=0.05,
+    )
     worker.stop(grace_seconds=0.5)
     job = jobs_db.jobs.get_job(job_id).job  # type: ignore[arg-type]
     assert (job.status, job.error_code) == ("failed", "worker_shutdown")
@@ -234,7 +256,7 @@ def test_an_expired_object_is_swept_and_its_job_stays_succeeded(
 def test_a_published_object_verifies_and_a_tampered_one_does_not(
     jobs_db: Database, catalog: Catalog, object_store: ObjectStore, worker_factory: Any
 ) -> None:
-    from reportexport.exports import verify_published
+    from reportexport.pipeline.export import verify_published
 
     worker_factory(object_store)
     job = finished(jobs_db, submit(jobs_db, catalog, "typed_duckdb"))

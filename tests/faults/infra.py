@@ -10,17 +10,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import poll
 
 AWS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -28,21 +31,7 @@ AWS = {
     "AWS_DEFAULT_REGION": "us-east-1",
 }
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(every)
-    return predicate()
+MOTO_LISTENING = re.compile(r"Running on http://127\.0\.0\.1:(\d+)")
 
 
 def _answers(port: int) -> bool:
@@ -61,21 +50,34 @@ class MotoServer:
     so it is never restarted while the suite runs."""
 
     def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
         self.log = log
+        self.port = 0  # until it runs: it takes a free port itself and names it in its log
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(
-                [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
+        with open(self.log, "wb") as out:
+            process = subprocess.Popen(
+                [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", "0"],
                 stdout=out,
                 stderr=out,
                 env={**os.environ, **AWS},
             )
-        if not wait_for(lambda: _answers(self.port), 60):
+        self.process = process
+
+        def answering() -> int | None:
+            if process.poll() is not None:
+                raise RuntimeError(f"moto_server ended ({process.returncode}); see {self.log}")
+            found = MOTO_LISTENING.search(self.log.read_text(errors="replace"))
+            return int(found.group(1)) if found and _answers(int(found.group(1))) else None
+
+        port = poll(answering, 60)
+        if port is None:
             raise RuntimeError(f"moto_server did not start; see {self.log}")
+        self.port = port
 
     def pause(self) -> None:
         assert self.process is not None
@@ -208,7 +210,7 @@ class Receiver:
     """A loopback webhook receiver: `ok` (200), `slow` (answers after the sender's timeout),
     `gone` (410), or `down` (nothing listens)."""
 
-    port: int = field(default_factory=free_port)
+    port: int = 0  # any free port at the first `up`, the same one after
     mode: str = "ok"
     stall_seconds: float = 12.0
     deliveries: list[Delivery] = field(default_factory=list)
@@ -252,6 +254,7 @@ class Receiver:
         while True:
             try:
                 server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+                self.port = int(server.server_address[1])
                 break
             except OSError:
                 if time.monotonic() > deadline:

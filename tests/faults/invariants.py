@@ -38,8 +38,17 @@ INVARIANTS = {
     "once the run drained",
     "paced_failures": "an object store outage fails at most the pause limit of jobs per worker; "
     "the rest wait queued",
+    "nothing_stuck": "no job stays running long past its lease's expiry: renewed, or reaped",
+    "claims_again": "once every fault is over, every live worker asks for work again, or says "
+    "why not (paused, with its reason)",
+    "kept_leases": "no export of a worker that stayed alive is reaped when the job store was "
+    "never away for as long as the reaper's grace",
+    "kept_exports": "no job fails as publish_conflict: a job is claimed once, so an object at "
+    "its key is its own earlier attempt's, and a finished export thrown away",
 }
-PAUSE_LIMIT = 3  # the default pause_after_failures
+# The reaper takes a job this long after its lease expired (WorkerSettings.reap_grace_seconds);
+# a worker renews within a second or two of the job store coming back.
+REAP_GRACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,12 @@ class Facts:
     drained: bool = True
     store_outages: int = 0  # object store faults in the run
     silent: list[str] = field(default_factory=list)  # running processes with no fresh heartbeat
+    pause_limit: int = 3  # the workers' pause_after_failures
+    stuck: list[str] = field(default_factory=list)  # jobs the watchdog saw stuck running
+    not_claiming: list[str] = field(default_factory=list)  # workers not asking for work at the end
+    # Worker ids of processes alive all run long, never killed, frozen or restarted.
+    undisturbed: set[str] = field(default_factory=set)
+    longest_outage: float = 0.0  # seconds the job store took no writes, at most, at a stretch
 
 
 def check_all(facts: Facts, graph: Graph) -> list[Violation]:
@@ -113,6 +128,10 @@ def check_all(facts: Facts, graph: Graph) -> list[Violation]:
         check_named_failures,
         check_paced_failures,
         check_heartbeats,
+        check_nothing_stuck,
+        check_claims_again,
+        check_kept_leases,
+        check_kept_exports,
     ):
         found.extend(check(facts, graph))
     return found
@@ -345,7 +364,7 @@ def check_paced_failures(facts: Facts, graph: Graph) -> Iterable[Violation]:
         for job in facts.jobs.values()
         if job["error_code"] == "storage_unavailable"
     )
-    allowed = PAUSE_LIMIT * max(1, facts.store_outages)
+    allowed = facts.pause_limit * max(1, facts.store_outages)
     for worker, failed in sorted(per_worker.items()):
         if failed > allowed:
             yield Violation(
@@ -358,6 +377,38 @@ def check_paced_failures(facts: Facts, graph: Graph) -> Iterable[Violation]:
 def check_heartbeats(facts: Facts, graph: Graph) -> Iterable[Violation]:
     for process in facts.silent:
         yield Violation("heartbeats", process)
+
+
+def check_nothing_stuck(facts: Facts, graph: Graph) -> Iterable[Violation]:
+    for seen in facts.stuck:
+        yield Violation("nothing_stuck", seen)
+
+
+def check_claims_again(facts: Facts, graph: Graph) -> Iterable[Violation]:
+    for process in facts.not_claiming:
+        yield Violation("claims_again", process)
+
+
+def check_kept_leases(facts: Facts, graph: Graph) -> Iterable[Violation]:
+    if facts.longest_outage >= REAP_GRACE_SECONDS - 1:
+        return  # the reaper may take what a live worker could not renew in time
+    for job_id, rows in sorted(facts.history.items()):
+        claims = [r["worker"] for r in rows if r["to_status"] == "running"]
+        reaped = [r for r in rows if r["reason"] == "lease_expired"]
+        if reaped and claims and claims[0] in facts.undisturbed:
+            yield Violation(
+                "kept_leases",
+                f"job {job_id}: reaped from {claims[0]}, alive all along, though the job "
+                f"store was away {facts.longest_outage:.1f} s at most",
+            )
+
+
+def check_kept_exports(facts: Facts, graph: Graph) -> Iterable[Violation]:
+    for job_id, job in sorted(facts.jobs.items()):
+        if job["error_code"] == "publish_conflict":
+            yield Violation(
+                "kept_exports", f"job {job_id}: publish_conflict ({job['error_message']})"
+            )
 
 
 # -- reading objects back --------------------------------------------------------------------------

@@ -2,14 +2,16 @@
 
 A *lane* owns a throwaway PostgreSQL cluster (so restarting it harms nobody), an S3 server
 (moto, as a process) with a proxy in front of it that can refuse with 503, a demo DuckDB source
-and a template job store. A *run* gets a fresh database cloned from the template, a fresh object
-folder or bucket, and its own processes: `reportexport serve` (API, a worker and an effects
-runner), two `reportexport worker` and two `reportexport effects` processes, with a webhook
-receiver on loopback. A workload of exports (short and long, some canceled by their owner
-through the API) runs while the run's faults strike at moments drawn from its seed; once every
-fault is over the system is given time to drain, the processes are stopped, `reportexport
-sweep` runs, and the invariants (`invariants.py`) are checked by SQL, on disk or in the bucket,
-at the receiver and through download links.
+and a template job store. A *run* gets a fresh job store (a PostgreSQL database cloned from the
+template, or a SQLite file), a fresh object folder or bucket, and its own processes:
+`reportexport serve` (API, a worker and an effects runner), two `reportexport worker` and two
+`reportexport effects` processes, with a webhook receiver on loopback. A workload of exports
+(short and long, some canceled by their owner through the API) runs while the run's faults
+strike at moments drawn from its seed, and a watchdog samples the jobs that are running; once
+every fault is over the system is given time to drain, every worker must be seen asking for
+work again, the processes are stopped, `reportexport sweep` runs, and the invariants
+(`invariants.py`) are checked by SQL, on disk or in the bucket, at the receiver and through
+download links.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import resource
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -32,7 +36,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +55,6 @@ from tests.faults.infra import (
     Receiver,
     RefusingProxy,
     Supervisor,
-    free_port,
-    wait_for,
 )
 from tests.faults.invariants import (
     FIXTURE,
@@ -63,6 +65,7 @@ from tests.faults.invariants import (
     digest_and_rows,
     load_fixture,
 )
+from tests.helpers import poll, serving_url
 from tests.postgres_server import ThrowawayCluster
 
 LEASE_SECONDS = 3
@@ -73,6 +76,15 @@ DRAIN_SECONDS = 180.0
 
 LOCAL = "local"
 S3 = "s3"
+POSTGRES = "postgres"
+SQLITE = "sqlite"
+# A job running this long past its lease's expiry was neither renewed nor reaped: stuck (the
+# reaper takes one REAP_GRACE_SECONDS after expiry, and runs every LEASE_SECONDS / 2).
+STUCK_AFTER_SECONDS = REAP_GRACE_SECONDS + 6
+# Once every fault is over, a worker that is not paused must have asked for work this recently.
+ASKED_WITHIN_SECONDS = 12
+# ... and it has this long to show it (the longest probe interval of the suite's short outages).
+CLAIMS_AGAIN_SECONDS = 75.0
 
 
 # -- faults ----------------------------------------------------------------------------------------
@@ -83,20 +95,49 @@ class Fault:
     name: str
     store: str | None  # the object store it needs, if any
     what: str
+    database: str | None = None  # the job store it needs, if any
+    outages: int = 1  # object store outages it makes (each may fail a pause's budget of jobs)
 
 
 FAULTS = [
     Fault("kill_worker", None, "SIGKILL a worker (running an export if one does); restarted"),
     Fault("kill_effects", None, "SIGKILL an effects runner; restarted"),
     Fault("freeze_worker", None, "SIGSTOP a worker past its lease and the reaper, then SIGCONT"),
-    Fault("row_lock", None, "hold a running job's row lock in a transaction for seconds"),
-    Fault("db_restart", None, "restart PostgreSQL (fast: every connection cut)"),
-    Fault("db_pause", None, "stop PostgreSQL for seconds, then start it"),
+    Fault(
+        "freeze_finish",
+        None,
+        "SIGSTOP a worker inside the statement that ends its job, past its lease and the reaper",
+        POSTGRES,
+    ),
+    Fault("row_lock", None, "hold a running job's row lock in a transaction for seconds", POSTGRES),
+    Fault("db_restart", None, "restart PostgreSQL (fast: every connection cut)", POSTGRES),
+    Fault("db_pause", None, "stop PostgreSQL for seconds, then start it", POSTGRES),
+    Fault(
+        "db_restart_twice",
+        None,
+        "PostgreSQL stopped, back for seconds, then stopped again for longer than a lease",
+        POSTGRES,
+    ),
+    Fault(
+        "sqlite_frozen_writer",
+        None,
+        "a process holding SQLite's write lock frozen (SIGSTOP) for seconds, then SIGCONT",
+        SQLITE,
+    ),
     Fault("local_store_file", LOCAL, "the objects folder replaced by a regular file, then back"),
     Fault("local_store_symlink", LOCAL, "the objects folder replaced by a dangling symlink"),
     Fault("local_store_full", LOCAL, "no file of a worker may grow (RLIMIT_FSIZE 0), then room"),
+    Fault(
+        "local_store_flaky",
+        LOCAL,
+        "three times in a row, the objects folder refuses writes and deletes for seconds",
+        outages=3,
+    ),
     Fault("s3_paused", S3, "the S3 server frozen (SIGSTOP), then SIGCONT"),
     Fault("s3_503", S3, "the S3 endpoint answers 503 to everything, then recovers"),
+    Fault(
+        "s3_flaky", S3, "three times in a row, the S3 endpoint answers 503 for seconds", outages=3
+    ),
     Fault("webhook_slow", None, "the webhook receiver answers after the sender's timeout"),
     Fault("webhook_down", None, "the webhook receiver stops listening, then comes back"),
     Fault("webhook_gone", None, "the webhook receiver answers 410 Gone for a while"),
@@ -111,22 +152,37 @@ class Plan:
     seed: int
     store: str
     faults: tuple[str, ...]
+    database: str = POSTGRES
+    # The workers' pause_after_failures: 1 holds most exports of an outage on their leases,
+    # to run again once the store is back; 3 is the default.
+    pause_after: int = 3
 
 
 def plan_runs(runs: int, seed: int, only: Sequence[str] = ()) -> list[Plan]:
     """`runs` runs: faults in turn (each about equally often; with `only`, those alone), a
-    second one now and then, the object store the faults need or one drawn from the seed."""
+    second one now and then; the object store and job store the faults need, or ones drawn
+    from the seed (a quarter of the runs on SQLite)."""
     plans = []
     turns = [fault for fault in FAULTS if not only or fault.name in only]
     for index in range(runs):
         rng = random.Random(seed * 1_000_003 + index)
         first = turns[index % len(turns)]
         store = first.store or rng.choice([LOCAL, S3])
+        database = first.database or (SQLITE if rng.random() < 0.25 else POSTGRES)
         chosen = [first.name]
         if rng.random() < 0.35:
-            others = [f.name for f in FAULTS if f.store in (None, store) and f.name not in chosen]
+            others = [
+                f.name
+                for f in FAULTS
+                if f.store in (None, store)
+                and f.database in (None, database)
+                and f.name not in chosen
+            ]
             chosen.append(rng.choice(others))
-        plans.append(Plan(index, rng.randrange(1 << 30), store, tuple(chosen)))
+        pause_after = rng.choice([1, 3])
+        plans.append(
+            Plan(index, rng.randrange(1 << 30), store, tuple(chosen), database, pause_after)
+        )
     return plans
 
 
@@ -135,8 +191,10 @@ SHORT_PLANS = [
     Plan(0, 101, LOCAL, ("kill_worker", "local_store_file", "webhook_slow")),
     Plan(1, 202, S3, ("freeze_worker", "s3_503", "webhook_gone")),
     Plan(2, 303, LOCAL, ("row_lock", "kill_effects", "webhook_down", "local_store_full")),
-    Plan(3, 404, S3, ("db_pause", "s3_paused")),
+    Plan(3, 404, S3, ("db_pause", "db_restart_twice", "s3_paused")),
     Plan(4, 505, LOCAL, ("db_restart", "local_store_symlink")),
+    Plan(5, 606, LOCAL, ("freeze_finish", "local_store_flaky"), pause_after=1),
+    Plan(6, 707, S3, ("sqlite_frozen_writer", "s3_flaky"), SQLITE, pause_after=1),
 ]
 
 
@@ -157,10 +215,25 @@ class RunResult:
 # -- a lane ----------------------------------------------------------------------------------------
 
 
+# Columns the store keeps as JSON (SQLite: as text).
+JSON_COLUMNS = frozenset(
+    {"parameters", "options", "columns", "column_types", "active_jobs", "paused_sources"}
+)
+
+
+def age_seconds(moment: Any) -> float:
+    """Seconds since a moment as a job store gives it (PostgreSQL: a datetime; SQLite: text)."""
+    when = moment if isinstance(moment, datetime) else datetime.fromisoformat(str(moment))
+    return (datetime.now(UTC) - when).total_seconds()
+
+
 def sql(
     url: str, query: str, params: Sequence[Any] | None = None, *, tries: float = 60
 ) -> list[Any]:
-    """Rows of one statement on a fresh connection, retried while the database is away."""
+    """Rows of one statement on a fresh connection, retried while the database is away
+    (a SQLite file's rows too, `?` placeholders, JSON columns decoded)."""
+    if url.startswith("sqlite:///"):
+        return _sqlite_rows(url.removeprefix("sqlite:///"), query, params or ())
     deadline = time.monotonic() + tries
     while True:
         try:
@@ -173,6 +246,32 @@ def sql(
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def longest_outage(outages: Sequence[tuple[float, float]], joined_within: float = 2.0) -> float:
+    """The longest time the job store took no writes, outages less than `joined_within`
+    seconds apart counted as one (a lease renewal needs a moment in between)."""
+    longest = 0.0
+    current: tuple[float, float] | None = None
+    for began, ended in sorted(outages):
+        if current is not None and began - current[1] < joined_within:
+            current = (current[0], max(current[1], ended))
+        else:
+            current = (began, ended)
+        longest = max(longest, current[1] - current[0])
+    return longest
+
+
+def _sqlite_rows(path: str, query: str, params: Sequence[Any]) -> list[Any]:
+    """A read of a SQLite job store; WAL readers wait for no writer."""
+    with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(row) for row in conn.execute(query, tuple(params))]
+    for row in rows:
+        for column in JSON_COLUMNS & row.keys():
+            if isinstance(row[column], str):
+                row[column] = json.loads(row[column])
+    return rows
 
 
 class Lane:
@@ -266,18 +365,24 @@ class Run:
         self.rng = random.Random(plan.seed)
         self.directory = directory
         self.database = f"run_{plan.index}_{plan.seed}"
-        self.url = lane.url(self.database)
+        if plan.database == SQLITE:
+            self.url = f"sqlite:///{directory / 'jobs.db'}"
+        else:
+            self.url = lane.url(self.database)
         self.receiver = Receiver()
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = ""  # serve's, once it names the port it took
         self.bucket = f"run-{plan.index}-{plan.seed}"
         self.objects_root = directory / "objects"
         self.notes: Counter[str] = Counter()
         self.frozen: dict[str, set[int]] = {}
+        self.disturbed: set[str] = set()  # processes the faults killed or froze
+        self.outages: list[tuple[float, float]] = []  # when the job store took no writes
         self.processes: list[Process] = []
         self.tokens: dict[str, str] = {}
         self.endpoints: dict[int, str] = {}
         self.errors: list[str] = []
+        self.stuck: dict[int, str] = {}  # jobs the watchdog saw running long past their lease
+        self.not_claiming: list[str] = []  # workers not seen asking for work once it was over
         self.odd: list[str] = []  # worth a look, not a violation: the run's logs are kept
         self._lock = threading.Lock()
         self.started = time.monotonic()
@@ -309,8 +414,7 @@ class Run:
             "OBJECTS_URL": self.objects_url,
             "HOME": str(self.directory / "home"),
             "LINK_SECRET": LINK_SECRET,
-            "PUBLIC_URL": self.base,
-            "PORT": str(self.port),
+            "PORT": "0",
             "LEASE_SECONDS": str(LEASE_SECONDS),
             "GRACE_SECONDS": "2",
             "CONCURRENCY": "2",
@@ -320,12 +424,23 @@ class Run:
             "EFFECTS_BATCH": "2",
             "EFFECTS_CLAIM_SECONDS": "20",
             "EFFECTS_MAX_ATTEMPTS": "4",
+            "PAUSE_AFTER_FAILURES": str(self.plan.pause_after),
         }
         return {**clean_environment(), **{f"REPORTEXPORT_{k}": v for k, v in settings.items()}}
 
     def set_up(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        sql(self.lane.cluster.url, f"CREATE DATABASE {self.database} TEMPLATE {self.lane.template}")
+        if self.plan.database == SQLITE:
+            database = open_database(self.url, load_graph(FIXTURE), check=False)
+            try:
+                database.schema.upgrade()
+            finally:
+                database.close()
+        else:
+            sql(
+                self.lane.cluster.url,
+                f"CREATE DATABASE {self.database} TEMPLATE {self.lane.template}",
+            )
         if self.plan.store == S3:
             store = open_object_store(f"s3://{self.bucket}?endpoint_url={self.lane.moto.endpoint}")
             store.client.create_bucket(Bucket=self.bucket)  # type: ignore[attr-defined]
@@ -333,7 +448,15 @@ class Run:
             self.objects_root.mkdir(parents=True)
         self.receiver.up()
         env = self.environment()
+        # serve's own effects runner names download links with the default public URL: its
+        # port is known only once it runs. No invariant reads a webhook's download_url.
         serve = Process("serve", "serve", ["serve"], env, self.directory, supervised=False)
+        serve.start()
+        assert serve.popen is not None
+        self.base = serving_url(
+            serve.popen, serve.stdout, 90, log=self.directory / "serve.log", path="/readyz"
+        )
+        env = {**env, "REPORTEXPORT_PUBLIC_URL": self.base}
         self.processes = [serve]
         for number in (1, 2):
             self.processes.append(
@@ -342,10 +465,8 @@ class Run:
             self.processes.append(
                 Process(f"effects{number}", "effects", ["effects"], env, self.directory)
             )
-        for process in self.processes:
+        for process in self.processes[1:]:
             process.start()
-        if not wait_for(self._ready, 90, every=0.3):
-            raise RuntimeError(f"serve did not become ready; see {self.directory}/serve.log")
         for line in serve.stdout.read_text().splitlines():
             found = TOKEN_LINE.search(line)
             if found:
@@ -362,14 +483,6 @@ class Run:
                 )
                 answer.raise_for_status()
                 self.endpoints[int(answer.json()["id"])] = path
-
-    def _ready(self) -> bool:
-        if not self.processes[0].alive():
-            raise RuntimeError(f"serve exited; see {self.directory}/serve.log")
-        try:
-            return httpx.get(self.base + "/readyz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.base, timeout=15)
@@ -492,12 +605,13 @@ class Run:
         process = self.busy_worker()
         jobs = [r["id"] for r in self.running_jobs() if r["lease_owner"] == self.worker_id(process)]
         self.event(f"SIGKILL {process.name} (pid {process.pid}, running jobs {jobs})")
+        self.disturbed.add(process.name)
         process.held = True
         process.signal(signal.SIGKILL)
         self._restart_later(process, rng)
 
     def _kill_effects(self, rng: random.Random) -> None:
-        wait_for(lambda: bool(self._open_effects(tries=3)), 8, every=0.2)
+        poll(lambda: bool(self._open_effects(tries=3)), 8, every=0.2)
         process = rng.choice([p for p in self.processes if p.kind == "effects"])
         self.event(f"SIGKILL {process.name} (pid {process.pid})")
         process.held = True
@@ -507,6 +621,7 @@ class Run:
     def _freeze_worker(self, rng: random.Random) -> None:
         process = self.busy_worker()
         worker = self.worker_id(process)
+        self.disturbed.add(process.name)
         process.held = True
         process.signal(signal.SIGSTOP)
         jobs = {row["id"] for row in self.running_jobs() if row["lease_owner"] == worker}
@@ -517,6 +632,71 @@ class Run:
         time.sleep(LEASE_SECONDS + REAP_GRACE_SECONDS + rng.uniform(3.0, 5.0))
         process.signal(signal.SIGCONT)
         process.held = False
+
+    def _freeze_finish(self, rng: random.Random) -> None:
+        """SIGSTOP a worker inside the statement that ends its job. A session of the suite
+        holds the job's source slot (which that statement frees) until the worker's finish
+        waits on it; the worker is stopped there, the slot let go, and the worker stays
+        frozen past its lease and the reaper's grace. Nothing of the job may stay locked
+        meanwhile: the watchdog sees a job stuck running if it does."""
+        owners = {self.worker_id(p): p for p in self.workers() if p.alive()}
+        deadline = time.monotonic() + 30
+        candidates: list[dict[str, Any]] = []
+        while not candidates and time.monotonic() < deadline:
+            candidates = [r for r in self.running_jobs() if r["lease_owner"] in owners]
+            time.sleep(0.2)
+        if not candidates:
+            self.notes["freeze_finish without a running export"] += 1
+            return
+        job = rng.choice(candidates)
+        process = owners[job["lease_owner"]]
+        try:
+            self._freeze_inside_finish(rng, job, process)
+        except psycopg.OperationalError:  # another fault restarted the database meanwhile
+            self.notes["freeze_finish cut short by the database"] += 1
+        finally:
+            process.signal(signal.SIGCONT)
+            process.held = False
+
+    def _freeze_inside_finish(
+        self, rng: random.Random, job: dict[str, Any], process: Process
+    ) -> None:
+        with psycopg.connect(self.url, connect_timeout=3) as conn:
+            slot = conn.execute(
+                b"SELECT slot FROM source_slots WHERE job_id = %s FOR UPDATE", (job["id"],)
+            ).fetchone()
+            if slot is None:
+                self.notes["freeze_finish on a source without slots"] += 1
+                return
+            me = conn.info.backend_pid
+            self.event(f"holding the slot of job {job['id']} of {process.name}")
+
+            def finishing() -> list[Any]:
+                return sql(
+                    self.url,
+                    "SELECT pid, query FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                    (me,),
+                    tries=5,
+                )
+
+            if not poll(lambda: bool(finishing()), 90, every=0.05):
+                self.notes["freeze_finish: the export did not end in time"] += 1
+                return
+            blocked = finishing()
+            if not any("object_sha256" in (r["query"] or "") for r in blocked):
+                self.notes["freeze_finish met another statement (a cancel)"] += 1
+                return  # the slot is let go as the connection closes
+            running = {
+                r["id"] for r in self.running_jobs() if r["lease_owner"] == job["lease_owner"]
+            }
+            self.disturbed.add(process.name)
+            process.held = True
+            process.signal(signal.SIGSTOP)
+            with self._lock:
+                self.frozen.setdefault(job["lease_owner"], set()).update(running)
+            self.event(f"SIGSTOP {process.name} inside the finish of job {job['id']}")
+            conn.rollback()
+        time.sleep(LEASE_SECONDS + REAP_GRACE_SECONDS + rng.uniform(10.0, 14.0))
 
     def _row_lock(self, rng: random.Random) -> None:
         deadline = time.monotonic() + 8
@@ -536,40 +716,118 @@ class Run:
                 conn.execute(
                     b"UPDATE jobs SET bytes_written = bytes_written WHERE id = %s", (job_id,)
                 )
-                time.sleep(held)
+                with self.outage():  # for this job's lease: renewals skip a locked row
+                    time.sleep(held)
                 conn.rollback()
         except psycopg.OperationalError:  # another fault restarted the database meanwhile
             self.notes["row_lock cut short by the database"] += 1
 
+    @contextlib.contextmanager
+    def outage(self) -> Iterator[None]:
+        """The job store takes no writes (or none to a running job's row) while this lasts,
+        recorded for `kept_leases`."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.outages.append((began, time.monotonic()))
+
     def _db_restart(self, rng: random.Random) -> None:
-        with self.lane.cluster_lock:
+        with self.lane.cluster_lock, self.outage():
             self.lane.cluster.restart()
 
     def _db_pause(self, rng: random.Random) -> None:
-        with self.lane.cluster_lock:
+        with self.lane.cluster_lock, self.outage():
             self.lane.cluster.pause()
             try:
                 time.sleep(rng.uniform(2.0, 8.0))
             finally:
                 self.lane.cluster.resume()
 
-    def _replace_objects_folder(self, rng: random.Random, make: Callable[[Path], None]) -> None:
+    def _db_restart_twice(self, rng: random.Random) -> None:
+        """Two outages close together, the second longer than a lease: the leases of exports
+        that end meanwhile must be kept up until the reaper's grace, over connections that
+        come back as soon as the database does."""
+        with self.lane.cluster_lock:
+            for down, up in (
+                (rng.uniform(2.0, 3.0), rng.uniform(3.0, 4.5)),
+                (rng.uniform(5.0, 7.0), 0.0),
+            ):
+                with self.outage():
+                    self.lane.cluster.pause()
+                    try:
+                        time.sleep(down)
+                    finally:
+                        self.lane.cluster.resume()
+                time.sleep(up)
+
+    def _sqlite_frozen_writer(self, rng: random.Random) -> None:
+        """A process takes SQLite's write lock (a write transaction on a job's row) and is
+        frozen there: every other writer waits out its lock timeout and tries again."""
+        path = self.url.removeprefix("sqlite:///")
+        script = (
+            "import os, signal, sqlite3, sys\n"
+            "conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)\n"
+            "conn.execute('BEGIN IMMEDIATE')\n"
+            "conn.execute('UPDATE jobs SET bytes_written = bytes_written"
+            " WHERE id = (SELECT max(id) FROM jobs)')\n"
+            "print('locked', flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGSTOP)\n"
+            "conn.rollback()\n"
+        )
+        with subprocess.Popen(
+            [sys.executable, "-c", script, path], stdout=subprocess.PIPE, text=True
+        ) as writer:  # leaving the block closes its pipe
+            try:
+                assert writer.stdout is not None
+                if writer.stdout.readline().strip() != "locked":
+                    self.errors.append("sqlite_frozen_writer: the writer did not take the lock")
+                    return
+                held = rng.uniform(3.0, 9.0)
+                self.event(
+                    f"a SQLite writer (pid {writer.pid}) frozen holding the lock, {held:.1f} s"
+                )
+                with self.outage():
+                    time.sleep(held)
+            finally:
+                writer.send_signal(signal.SIGCONT)
+                try:
+                    writer.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    writer.kill()
+
+    def _replace_objects_folder(
+        self, rng: random.Random, make: Callable[[Path], None], *, times: int = 1
+    ) -> None:
+        """The objects folder replaced by something else for 3 to 8 s (`times` > 1: 2 to 4 s,
+        with 1 to 3 s between): writes, links and deletes are refused alike."""
         root = self.objects_root
         aside = root.with_name("objects.aside")
         with self.lane.store_lock:
-            root.rename(aside)
-            make(root)
-            try:
-                time.sleep(rng.uniform(3.0, 8.0))
-            finally:
-                root.unlink()
-                aside.rename(root)
+            for time_ in range(times):
+                if time_:
+                    time.sleep(rng.uniform(1.0, 3.0))
+                root.rename(aside)
+                make(root)
+                try:
+                    time.sleep(rng.uniform(3.0, 8.0) if times == 1 else rng.uniform(2.0, 4.0))
+                finally:
+                    root.unlink()
+                    aside.rename(root)
 
     def _local_store_file(self, rng: random.Random) -> None:
         self._replace_objects_folder(rng, lambda root: root.write_text("not a folder"))
 
     def _local_store_symlink(self, rng: random.Random) -> None:
         self._replace_objects_folder(rng, lambda root: root.symlink_to(self.directory / "gone"))
+
+    def _local_store_flaky(self, rng: random.Random) -> None:
+        self._replace_objects_folder(
+            rng,
+            lambda root: root.write_text("not a folder"),
+            times=BY_NAME["local_store_flaky"].outages,
+        )
 
     def _local_store_full(self, rng: random.Random) -> None:
         """A full disk: every process that writes objects (the workers, serve) may not make a
@@ -584,8 +842,11 @@ class Run:
                         resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (0, before[1]))
                         limited.append((process.pid, before))
             self.event(f"RLIMIT_FSIZE 0 for pids {[pid for pid, _ in limited]}")
+            # A SQLite job store is a file these processes cannot grow either.
+            full = self.outage() if self.plan.database == SQLITE else contextlib.nullcontext()
             try:
-                time.sleep(rng.uniform(3.0, 8.0))
+                with full:
+                    time.sleep(rng.uniform(3.0, 8.0))
             finally:
                 for pid, before in limited:
                     with contextlib.suppress(ProcessLookupError):
@@ -607,6 +868,18 @@ class Run:
                 time.sleep(rng.uniform(3.0, 8.0))
             finally:
                 self.lane.proxy.accept_again()
+
+    def _s3_flaky(self, rng: random.Random) -> None:
+        assert self.lane.proxy is not None
+        with self.lane.store_lock:
+            for time_ in range(BY_NAME["s3_flaky"].outages):
+                if time_:
+                    time.sleep(rng.uniform(1.0, 3.0))
+                self.lane.proxy.refuse()
+                try:
+                    time.sleep(rng.uniform(2.0, 4.0))
+                finally:
+                    self.lane.proxy.accept_again()
 
     def _webhook_mode(self, mode: str, seconds: float) -> None:
         self.receiver.mode = mode
@@ -651,12 +924,8 @@ class Run:
         kinds = {"serve": ("serve", "effects"), "worker": ("worker",), "effects": ("effects",)}
 
         def missing() -> list[str]:
-            rows = sql(
-                self.url,
-                "SELECT process, extract(epoch FROM clock_timestamp() - seen_at)"
-                " AS age FROM heartbeats",
-            )
-            fresh = {r["process"] for r in rows if r["age"] < 15}
+            rows = sql(self.url, "SELECT process, seen_at FROM heartbeats")
+            fresh = {r["process"] for r in rows if age_seconds(r["seen_at"]) < 15}
             return [
                 f"{process.name} (pid {process.pid}): no fresh {kind} heartbeat"
                 for process in self.processes
@@ -665,8 +934,88 @@ class Run:
                 if f"{host}-{process.pid}-{kind}" not in fresh
             ]
 
-        wait_for(lambda: not missing(), wait, every=0.5)
+        poll(lambda: not missing(), wait, every=0.5)
         return missing()
+
+    def workers_not_claiming(self) -> list[str]:
+        """Running processes with a worker (standalone ones, and serve's) that neither ask for
+        work nor say why not: each must be paused with a reason, or have asked lately."""
+        host = socket.gethostname()
+        rows = sql(
+            self.url, "SELECT process, last_poll_at, pause_reason, paused_sources FROM heartbeats"
+        )
+        beats = {row["process"]: row for row in rows}
+        found = []
+        for process in self.processes:
+            if process.kind not in ("worker", "serve") or not process.alive():
+                continue
+            beat = beats.get(f"{host}-{process.pid}-{process.kind}")
+            if beat is None:
+                found.append(f"{process.name} (pid {process.pid}): no heartbeat")
+            elif beat["pause_reason"]:
+                paused = beat["paused_sources"] or []
+                found.append(
+                    f"{process.name} (pid {process.pid}): claims paused "
+                    f"({beat['pause_reason']} {paused}) though every fault is over"
+                )
+            elif beat["last_poll_at"] is None:
+                found.append(f"{process.name} (pid {process.pid}): never asked for work")
+            elif (asked := age_seconds(beat["last_poll_at"])) > ASKED_WITHIN_SECONDS:
+                found.append(
+                    f"{process.name} (pid {process.pid}): last asked for work {asked:.0f} s "
+                    "ago, and says nothing is paused"
+                )
+        return found
+
+    def undisturbed_workers(self) -> set[str]:
+        """The worker ids (a job's lease_owner) of processes that ran the whole run alive: never
+        killed, frozen, restarted or exited by themselves."""
+        return {
+            self.worker_id(process)
+            for process in self.processes
+            if process.kind in ("worker", "serve")
+            and process.starts == 1
+            and not process.unexpected_exits
+            and process.name not in self.disturbed
+        }
+
+    def claims_again(self) -> list[str]:
+        """Every worker asks for work again once the faults are over, within its probes."""
+        started = time.monotonic()
+        poll(lambda: not self.workers_not_claiming(), CLAIMS_AGAIN_SECONDS, every=1.0)
+        found = self.workers_not_claiming()
+        if not found:
+            self.event(f"every worker asks for work ({time.monotonic() - started:.1f} s)")
+        return found
+
+    def watch(self, stop: threading.Event) -> None:
+        """The watchdog: a job left running long past its lease's expiry is stuck (a row
+        locked by a frozen client, a reaper that cannot pass). Only counted once the job store
+        has answered for a while, so that the reapers had their chance after an outage."""
+        answering_since: float | None = None
+        while not stop.wait(1.0):
+            try:
+                rows = sql(
+                    self.url,
+                    "SELECT id, lease_owner, lease_expires_at FROM jobs"
+                    " WHERE status = 'running' AND lease_expires_at IS NOT NULL",
+                    tries=0,
+                )
+            except (psycopg.Error, sqlite3.Error):
+                answering_since = None
+                continue
+            now = time.monotonic()
+            answering_since = answering_since or now
+            if now - answering_since < STUCK_AFTER_SECONDS / 2:
+                continue
+            for row in rows:
+                overdue = age_seconds(row["lease_expires_at"])
+                if overdue > STUCK_AFTER_SECONDS and row["id"] not in self.stuck:
+                    self.stuck[row["id"]] = (
+                        f"job {row['id']} running {overdue:.0f} s past its lease "
+                        f"(of {row['lease_owner']}), neither renewed nor reaped"
+                    )
+                    self.event(self.stuck[row["id"]])
 
     def stop_processes(self, kinds: Sequence[str]) -> None:
         for process in self.processes:
@@ -761,8 +1110,15 @@ class Run:
             downloads=downloads,
             frozen=frozen,
             drained=drained,
-            store_outages=sum(1 for name in self.plan.faults if BY_NAME[name].store is not None),
+            store_outages=sum(
+                BY_NAME[name].outages for name in self.plan.faults if BY_NAME[name].store
+            ),
             silent=silent,
+            pause_limit=self.plan.pause_after,
+            undisturbed=self.undisturbed_workers(),
+            longest_outage=longest_outage(self.outages),
+            stuck=[self.stuck[job_id] for job_id in sorted(self.stuck)],
+            not_claiming=self.not_claiming,
         )
 
     # -- the whole run -----------------------------------------------------------------------------
@@ -771,6 +1127,9 @@ class Run:
         self.set_up()
         supervisor = Supervisor([p for p in self.processes if p.supervised])
         supervisor.start()
+        watching = threading.Event()
+        watchdog = threading.Thread(target=self.watch, args=(watching,), name="watchdog")
+        watchdog.start()
         try:
             threads = [threading.Thread(target=self.workload, name="workload")]
             for name in self.plan.faults:
@@ -780,10 +1139,14 @@ class Run:
                 thread.start()
             for thread in threads:
                 thread.join()
-            drained = wait_for(self.drained, DRAIN_SECONDS, every=0.5)
+            drained = poll(self.drained, DRAIN_SECONDS, every=0.5)
             self.event("drained" if drained else f"not drained after {DRAIN_SECONDS:.0f} s")
+            watching.set()
             silent = self.silent_processes()
+            self.not_claiming = self.claims_again()
         finally:
+            watching.set()
+            watchdog.join()
             supervisor.stop()
         for process in self.processes:
             self.notes[f"{process.kind} exits of their own"] += len(process.unexpected_exits)
@@ -819,12 +1182,13 @@ class Run:
             if process.alive():
                 process.stop(timeout=10)
         self.receiver.down()
-        with contextlib.suppress(Exception):
-            sql(
-                self.lane.cluster.url,
-                f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)",
-                tries=30,
-            )
+        if self.plan.database == POSTGRES:
+            with contextlib.suppress(Exception):
+                sql(
+                    self.lane.cluster.url,
+                    f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)",
+                    tries=30,
+                )
         if self.plan.store == S3:
             with contextlib.suppress(Exception):
                 store = self.direct_store()
@@ -947,7 +1311,8 @@ def report(results: Sequence[RunResult], wall_seconds: float) -> str:
     for result in results:
         for violation in result.violations:
             lines.append(
-                f"  run {result.plan.index} seed {result.plan.seed} {result.plan.store} "
+                f"  run {result.plan.index} seed {result.plan.seed} {result.plan.database} "
+                f"{result.plan.store} pause-after {result.plan.pause_after} "
                 f"{'+'.join(result.plan.faults)}: {violation.invariant}: {violation.detail}"
             )
         for odd in result.odd:
@@ -966,6 +1331,8 @@ def as_json(results: Sequence[RunResult], wall_seconds: float) -> str:
                     "index": r.plan.index,
                     "seed": r.plan.seed,
                     "store": r.plan.store,
+                    "database": r.plan.database,
+                    "pause_after": r.plan.pause_after,
                     "faults": list(r.plan.faults),
                     "seconds": round(r.seconds, 1),
                     "violations": [[v.invariant, v.detail] for v in r.violations],

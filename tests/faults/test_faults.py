@@ -19,7 +19,15 @@ from tests.faults.invariants import (
     digest_and_rows,
     load_fixture,
 )
-from tests.faults.suite import FAULT_NAMES, SHORT_PLANS, report, run_plans
+from tests.faults.suite import (
+    BY_NAME,
+    FAULT_NAMES,
+    SHORT_PLANS,
+    longest_outage,
+    plan_runs,
+    report,
+    run_plans,
+)
 
 
 def test_the_short_run_covers_every_fault() -> None:
@@ -153,3 +161,87 @@ def test_rows_are_counted_as_csv_records_not_lines() -> None:
     sha, rows = digest_and_rows(data, {"csv": {"delimiter": ",", "gzip": False}})
     assert rows == 2
     assert len(sha) == 64
+
+
+def test_a_job_the_watchdog_saw_stuck_is_caught() -> None:
+    facts = facts_of(
+        stuck=["job 3 running 25 s past its lease (of w1), neither renewed nor reaped"]
+    )
+    assert invariants_broken(facts) == {"nothing_stuck"}
+
+
+def test_a_worker_that_neither_asks_for_work_nor_says_why_is_caught() -> None:
+    facts = facts_of(not_claiming=["worker1 (pid 7): last asked for work 80 s ago"])
+    assert invariants_broken(facts) == {"claims_again"}
+
+
+def test_each_outage_may_fail_a_pause_s_budget_of_jobs_per_worker() -> None:
+    """Three outages of one flaky store with pause_after_failures 1: three failed jobs of one
+    worker are within the budget, four are not."""
+    failed = {
+        n: job(n, "failed", error_code="storage_unavailable", lease_owner="w1") for n in range(1, 5)
+    }
+    history = {
+        n: [step("queued", "running", "worker"), step("running", "failed", "worker")]
+        for n in failed
+    }
+    effects = {n: [effect("emit_failed_webhook", "failed")] for n in failed}
+    three = {n: failed[n] for n in (1, 2, 3)}
+    within = facts_of(
+        jobs=three, history=history, side_effects=effects, store_outages=3, pause_limit=1
+    )
+    assert invariants_broken(within) == set()
+    over = facts_of(
+        jobs=failed, history=history, side_effects=effects, store_outages=3, pause_limit=1
+    )
+    assert invariants_broken(over) == {"paced_failures"}
+
+
+def test_every_planned_run_pairs_faults_its_stores_can_take() -> None:
+    """A run's faults all fit its object store and its job store (no PostgreSQL restart on a
+    SQLite run), and both kinds of job store and both pause budgets are drawn."""
+    plans = plan_runs(200, seed=7)
+    for plan in [*plans, *SHORT_PLANS]:
+        for name in plan.faults:
+            fault = BY_NAME[name]
+            assert fault.store in (None, plan.store), plan
+            assert fault.database in (None, plan.database), plan
+    assert {p.database for p in plans} == {"postgres", "sqlite"}
+    assert {p.pause_after for p in plans} == {1, 3}
+
+
+def reaped_from(worker: str) -> list[dict[str, object]]:
+    return [
+        step("queued", "running", "worker", worker=worker),
+        step("running", "failed", "worker", worker="w2", reason="lease_expired"),
+    ]
+
+
+def test_an_export_reaped_from_a_worker_alive_all_along_is_caught() -> None:
+    reaped = {
+        "jobs": {1: job(1, "failed", error_code="lease_expired", lease_owner="w1")},
+        "history": {1: reaped_from("w1")},
+        "side_effects": {1: [effect("emit_failed_webhook", "failed")]},
+    }
+    assert invariants_broken(facts_of(**reaped, undisturbed={"w1"}, longest_outage=7.0)) == {
+        "kept_leases"
+    }
+    # Not when the worker was killed or frozen, nor after an outage as long as the grace.
+    assert invariants_broken(facts_of(**reaped, undisturbed={"w2"}, longest_outage=7.0)) == set()
+    assert invariants_broken(facts_of(**reaped, undisturbed={"w1"}, longest_outage=9.5)) == set()
+
+
+def test_outages_close_together_count_as_one() -> None:
+    assert longest_outage([]) == 0.0
+    assert longest_outage([(10.0, 13.0), (14.0, 20.0)]) == 10.0
+    assert longest_outage([(10.0, 13.0), (16.0, 20.0)]) == 4.0
+    assert longest_outage([(16.0, 20.0), (0.0, 1.0), (10.0, 13.0)]) == 4.0
+
+
+def test_a_finished_export_refused_as_a_second_object_is_caught() -> None:
+    facts = facts_of(
+        jobs={1: job(1, "failed", error_code="publish_conflict")},
+        history={1: [step("queued", "running", "worker"), step("running", "failed", "worker")]},
+        side_effects={1: [effect("emit_failed_webhook", "failed")]},
+    )
+    assert invariants_broken(facts) == {"kept_exports"}

@@ -41,7 +41,7 @@ import pytest
 from frozen_lifecycle import gate
 from frozen_lifecycle.gate.config import load_config
 from frozen_lifecycle.graph import FIXTURE_NAME, load_graph
-from tests.conftest import REPO_ROOT, TOOLKIT_SRC
+from tests.helpers import REPO_ROOT, TOOLKIT_SRC
 
 CORPUS = Path(__file__).with_name("corpus")
 CHECKERS = ("gate", "mypy", "contract", "db")
@@ -64,7 +64,7 @@ KINDS = {
     "module": "the lifecycle module itself",
     "database": "the database's guard",
 }
-CONTRACT_MODULE = "src/reportexport/job_status.py"
+CONTRACT_MODULE = "src/reportexport/core/job_status.py"
 FIGURES_BEGIN = "<!-- BEGIN CORPUS FIGURES -->\n"
 FIGURES_END = "<!-- END CORPUS FIGURES -->"
 
@@ -380,7 +380,7 @@ def _load_module(path: Path, module_name: str) -> tuple[ModuleType, str]:
 
 def db_check_available(root: Path = REPO_ROOT) -> bool:
     """Whether `reportexport db check --behaviour` exists in this tree yet."""
-    cli = root / "src" / "reportexport" / "cli.py"
+    cli = root / "src" / "reportexport" / "entrypoints" / "cli.py"
     return "--behaviour" in cli.read_text(encoding="utf-8")
 
 

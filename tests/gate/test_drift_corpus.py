@@ -2,8 +2,8 @@
 
 One session measures the whole corpus (see `drift_corpus`): a copy of the tree per patch, the
 gate on each, mypy once over every patched module, the contract tests on patched lifecycle
-modules and, where it exists, `db check --behaviour`. The README shows the figures; set
-REPORTEXPORT_WRITE_CORPUS_FIGURES=1 to rewrite them there after changing the corpus.
+modules and, where it exists, `db check --behaviour`. docs/explanation/measurements.md shows the
+figures; set REPORTEXPORT_WRITE_CORPUS_FIGURES=1 to rewrite them there after changing the corpus.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
 from tests.gate import drift_corpus
 from tests.gate.drift_corpus import KINDS, Measured, Patch
+from tests.helpers import REPO_ROOT
 
 PATCHES = drift_corpus.load()
 DRIFTING = [p for p in PATCHES if p.drifting]
@@ -53,14 +53,14 @@ def test_a_benign_patch_is_flagged_by_no_checker(measured: Measured, patch: Patc
     assert flagged == {}
 
 
-def test_the_readme_shows_the_corpus_figures(measured: Measured) -> None:
-    readme_path: Path = REPO_ROOT / "README.md"
-    readme = readme_path.read_text(encoding="utf-8")
+def test_the_docs_show_the_corpus_figures(measured: Measured) -> None:
+    page_path: Path = REPO_ROOT / "docs" / "explanation" / "measurements.md"
+    page = page_path.read_text(encoding="utf-8")
     table = drift_corpus.figures(measured)
     if os.environ.get("REPORTEXPORT_WRITE_CORPUS_FIGURES") == "1":
-        readme_path.write_text(drift_corpus.with_figures(readme, table), encoding="utf-8")
-        readme = readme_path.read_text(encoding="utf-8")
-    assert drift_corpus.readme_figures(readme) == table, (
-        "the README's corpus figures are out of date; "
+        page_path.write_text(drift_corpus.with_figures(page, table), encoding="utf-8")
+        page = page_path.read_text(encoding="utf-8")
+    assert drift_corpus.readme_figures(page) == table, (
+        "the corpus figures of docs/explanation/measurements.md are out of date; "
         "rerun with REPORTEXPORT_WRITE_CORPUS_FIGURES=1"
     )

@@ -9,10 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from reportexport.job_status import TransitionError
+from reportexport.core.job_status import TransitionError
 from reportexport.store import Database, Outcome, StaleStatusError, open_database
-from tests.store.conftest import GRAPH, RawSql
-from tests.store.test_operations import new_job
+from tests.helpers import GRAPH, RawSql, new_job
 
 JOBS = 2_000
 WORKERS = 8
@@ -63,6 +62,7 @@ def test_eight_worker_threads_claim_each_job_exactly_once(
     assert_each_job_ran_exactly_once(raw, expected, [i for ids in results for i in ids])
 
 
+@pytest.mark.processes
 def test_eight_worker_processes_claim_each_job_exactly_once(
     db: Database, database_url: str, raw: RawSql
 ) -> None:

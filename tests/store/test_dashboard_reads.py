@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from reportexport.records import JobFilter
+from reportexport.core.records import JobFilter
 from reportexport.store import Database, Outcome
-from tests.store.test_operations import claim_one, new_job, published
+from tests.helpers import claim_one, new_job, published
 
 
 def test_a_session_names_its_person_until_it_ends_expires_or_they_are_revoked(

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from frozen_lifecycle.graph import Graph
+from frozen_lifecycle.outside_actors import PLAUSIBLE
 from reportexport.store import (
     Database,
     SchemaMismatchError,
@@ -22,9 +23,7 @@ from reportexport.store import (
     TransientStoreError,
     open_database,
 )
-from tests.store.conftest import GRAPH, RawSql
-from tests.store.test_operations import new_job
-from tests.store.test_schema import run_cli
+from tests.helpers import GRAPH, RawSql, new_job, run_cli
 
 LAX_POSTGRES = """
 CREATE OR REPLACE FUNCTION job_status_guard() RETURNS trigger
@@ -37,6 +36,77 @@ END $$;
 LAX_SQLITE = "DROP TRIGGER jobs_status_guard;"
 
 
+def admit(raw: RawSql, actor: str) -> None:
+    """What a generated guard that admits one more actor does: that actor makes any move (on
+    PostgreSQL, but for what the table's own constraints refuse)."""
+    if raw.sqlite:
+        (definition,) = raw.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'jobs_status_guard'"
+        )[0]
+        lax_guard = definition.replace(
+            "SELECT CASE\n", f"SELECT CASE\n    WHEN NEW.change_actor = '{actor}' THEN NULL\n", 1
+        )
+        assert lax_guard != definition
+        raw.execute("DROP TRIGGER jobs_status_guard")
+        raw.execute(lax_guard)
+        return
+    definition = raw.scalar("SELECT pg_get_functiondef('job_status_guard'::regproc)")
+    lax_guard = definition.replace(
+        "IF OLD.status IN", f"IF NEW.change_actor IS DISTINCT FROM '{actor}' AND OLD.status IN", 1
+    ).replace(
+        "IF NEW.change_actor IS DISTINCT FROM declared_actor THEN",
+        f"IF NEW.change_actor IS DISTINCT FROM declared_actor AND NEW.change_actor <> '{actor}'"
+        " THEN",
+        1,
+    )
+    lax_guard = lax_guard.replace(
+        "IF declared_actor IS NULL THEN",
+        f"IF declared_actor IS NULL AND NEW.change_actor IS DISTINCT FROM '{actor}' THEN",
+        1,
+    )
+    assert lax_guard.count(actor) == 3, lax_guard
+    raw.execute(lax_guard)
+
+
+@pytest.mark.parametrize("actor", ["operator", "night_shift"])
+def test_a_guard_that_admits_an_actor_outside_the_fixture_fails_the_behaviour_check(
+    database_url: str, raw: RawSql, actor: str
+) -> None:
+    """`operator` is a plausible name; `night_shift` only the guard's own definition names."""
+    admit(raw, actor)
+    probed = run_cli("db", "check", "--database", database_url, "--behaviour")
+    assert probed.returncode == 1, probed.stdout + probed.stderr
+    assert f"behaviour: queued -> canceled by {actor}: accepted, the fixture does not" in (
+        probed.stderr
+    )
+
+
+def test_an_actor_the_history_holds_is_tried_too(database_url: str, raw: RawSql) -> None:
+    """A guard that admits an account by a lookup names no word; history still does."""
+    from reportexport.store.probe import Probe
+
+    admitted = "batch_import"
+    with closing(open_database(database_url, GRAPH)) as database:
+        job, _ = database.jobs.create_job(new_job())
+    raw.execute(
+        "INSERT INTO job_history (job_id, from_status, to_status, actor) "
+        f"VALUES ({job.id}, 'queued', 'running', '{admitted}')"
+    )
+    tried: list[str] = []
+
+    def run(statement: str) -> list[tuple[Any, ...]]:
+        if statement.startswith("UPDATE jobs SET status") and f"'{admitted}'" in statement:
+            tried.append(statement)
+        return raw.execute(statement)
+
+    raw.execute("BEGIN")
+    try:
+        Probe(GRAPH, run, truncate=False).everything()
+    finally:
+        raw.execute("ROLLBACK")
+    assert len(tried) == len(GRAPH.states) * len(GRAPH.states)
+
+
 def lax(raw: RawSql) -> None:
     """What a careless migration does: the status guard recreated without its checks."""
     raw.execute(LAX_SQLITE if raw.sqlite else LAX_POSTGRES)
@@ -45,7 +115,10 @@ def lax(raw: RawSql) -> None:
 def test_a_current_database_behaves_as_the_fixture_says(db: Database) -> None:
     report = db.schema.probe()
     assert report.findings == []
-    moves = len(GRAPH.states) * len(GRAPH.states) * (len(GRAPH.actors) + 2)  # + none, unknown
+    # The fixture's actors, none, an invented word and the plausible names a lax guard admits
+    # (a current guard names no other actor, and history here holds only the fixture's).
+    tried = len(GRAPH.actors) + 2 + len(PLAUSIBLE)
+    moves = len(GRAPH.states) * len(GRAPH.states) * tried
     assert report.moves == moves
     assert report.refusals > 90
     assert db.schema.installed_definitions() == db.schema.expected_definitions()
@@ -58,6 +131,7 @@ def test_the_probe_rolls_back_everything_it_tried(db: Database, raw: RawSql) -> 
     assert [raw.scalar(f"SELECT count(*) FROM {t}") for t in ("jobs", "job_history")] == before
 
 
+@pytest.mark.slow
 def test_a_laxer_guard_is_named_refused_at_start_and_undone_by_upgrade(
     database_url: str, raw: RawSql
 ) -> None:
@@ -233,6 +307,7 @@ def test_db_check_builds_what_is_expected_and_trusts_no_recorded_digest(
     assert "db upgrade" in check.stderr
 
 
+@pytest.mark.slow
 def test_a_database_upgraded_by_a_program_with_other_graph_sql_is_refused_at_start(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:

@@ -11,10 +11,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from reportexport.records import Heartbeat
-from reportexport.store import Database, Lease, Outcome, open_database
-from tests.store.conftest import GRAPH, RawSql
-from tests.store.test_operations import new_job
+from reportexport.core.records import Heartbeat
+from reportexport.store import Database, Lease, open_database
+from tests.helpers import GRAPH, RawSql, new_job, rejected, service_role_url, succeeded
 
 
 def queued(db: Database) -> int:
@@ -28,18 +27,6 @@ def running(db: Database) -> int:
 def claim(db: Database) -> Lease:
     db.jobs.create_job(new_job())
     return db.queue.claim_jobs("w1", limit=1, lease_seconds=60)[0].lease
-
-
-def succeeded(db: Database) -> int:
-    lease = claim(db)
-    assert db.queue.finish_jobs([Outcome(lease=lease, to_status="succeeded")]) == [True]
-    return lease.job_id
-
-
-def rejected(raw: RawSql, statement: str, message: str) -> None:
-    with pytest.raises(raw.errors) as raised:
-        raw.execute(statement)
-    assert message in str(raised.value)
 
 
 def history_count(raw: RawSql, job_id: int) -> int:
@@ -202,18 +189,6 @@ def heartbeat() -> Heartbeat:
                      started_at=datetime.now(UTC))  # fmt: skip
 
 
-SERVICE_ROLE = "reportexport_test_service"
-
-
-def service_role_url(owner_url: str) -> str:
-    """The same database, as a login role created by `db upgrade --service-role`."""
-    with closing(open_database(owner_url, GRAPH)) as owner_db:
-        owner_db.schema.grant_service_role(SERVICE_ROLE)
-    base, _, _ = owner_url.partition("://")
-    rest = owner_url.split("@", 1)[1]
-    return f"{base}://{SERVICE_ROLE}@{rest}"
-
-
 def test_every_table_is_granted_to_the_service_role_or_kept_by_the_owner_for_a_reason(
     postgres_url: str,
 ) -> None:
@@ -276,11 +251,14 @@ def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
         service.caps.publish({"warehouse": 1}, process="svc")
         assert [(c.source, c.max_concurrent) for c in service.caps.caps()] == [("warehouse", 1)]
         now = datetime.now(UTC)
-        schedule = service.schedules.create(
+        created = service.schedules.create(
             owner=user.name, saved_query="q", parameters={}, cron="0 6 * * *", time_zone="UTC",
             ends_at=None, next_fire_at=now, created_by=user.name, max_per_owner=5,
+            idempotency_key="k",
         )  # fmt: skip
-        assert schedule is not None
+        assert created is not None
+        schedule, _ = created
+        service.heartbeats.stopped(heartbeat().process)
         firing = service.schedules.take(schedule, scheduled_for=now, next_fire_at=None, missed=0,
                                         fired_by="svc", fired_at=now)  # fmt: skip
         assert firing is not None

@@ -8,50 +8,17 @@ from contextlib import closing
 
 import pytest
 
-from reportexport.job_status import ActorError, TerminalStateError
+from reportexport.core.job_status import ActorError, TerminalStateError
 from reportexport.store import (
     Database,
     JobFilter,
     JobNotFoundError,
     Lease,
-    NewJob,
     Outcome,
     OwnerLimitError,
-    OwnerLimits,
-    PublishedObject,
     StaleStatusError,
 )
-
-
-def new_job(owner: str = "alice", **overrides: object) -> NewJob:
-    fields: dict[str, object] = {
-        "owner": owner,
-        "saved_query": "orders_by_day",
-        "query_sql": "SELECT * FROM orders WHERE day = $day",
-        "query_hash": "sha256:abc",
-        "source": "demo",
-        "parameters": {"day": "2026-01-31"},
-        "options": {"delimiter": ","},
-    }
-    fields.update(overrides)
-    return NewJob(**fields)  # type: ignore[arg-type]
-
-
-def published(key: str = "exports/1.csv") -> PublishedObject:
-    return PublishedObject(
-        key=key,
-        sha256="0" * 64,
-        bytes=123,
-        rows=4,
-        columns=("id", "day"),
-        file_name="orders.csv",
-        expires_in_seconds=3600,
-    )
-
-
-def claim_one(db: Database, worker: str = "w1", lease_seconds: float = 30) -> Lease:
-    (claim,) = db.queue.claim_jobs(worker, limit=1, lease_seconds=lease_seconds)
-    return claim.lease
+from tests.helpers import claim_one, limits, new_job, published
 
 
 def test_create_queues_a_job_with_everything_it_was_given(db: Database) -> None:
@@ -287,7 +254,7 @@ def test_reap_waits_for_the_grace_period(db: Database) -> None:
 
 def test_wait_for_change_wakes_on_a_new_job(db: Database, database_url: str) -> None:
     from reportexport.store import open_database
-    from tests.store.conftest import GRAPH
+    from tests.helpers import GRAPH
 
     other = open_database(database_url, GRAPH)
     try:
@@ -345,16 +312,6 @@ def test_metrics_snapshot_counts_jobs_edges_exports_and_effects(db: Database) ->
     }  # fmt: skip
 
 
-def limits(max_active: int = 10, max_recent: int = 60, since_hours: float = 1) -> OwnerLimits:
-    from datetime import UTC, datetime, timedelta
-
-    return OwnerLimits(
-        max_active=max_active,
-        max_recent=max_recent,
-        since=datetime.now(UTC) - timedelta(hours=since_hours),
-    )
-
-
 def test_create_refuses_an_owner_at_their_cap_of_unfinished_jobs(db: Database) -> None:
     first = db.jobs.create_job(new_job(), limits=limits(max_active=2))[0]
     db.jobs.create_job(new_job(), limits=limits(max_active=2))
@@ -389,7 +346,7 @@ def test_concurrent_creates_of_one_owner_never_pass_the_cap(database_url: str) -
     from concurrent.futures import ThreadPoolExecutor
 
     from reportexport.store import open_database
-    from tests.store.conftest import GRAPH
+    from tests.helpers import GRAPH
 
     barrier = threading.Barrier(20)
 

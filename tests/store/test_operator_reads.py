@@ -10,11 +10,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from reportexport.records import AuditEntry, AuditFilter, EffectFilter
+from reportexport.core.records import AuditEntry, AuditFilter, EffectFilter
 from reportexport.store import Database, Outcome, open_database
-from tests.store.conftest import GRAPH, RawSql
-from tests.store.test_enforcement import rejected, service_role_url, succeeded
-from tests.store.test_operations import new_job
+from tests.helpers import GRAPH, RawSql, new_job, rejected, service_role_url, succeeded
 
 
 def entry(

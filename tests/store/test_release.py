@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from reportexport.records import JobFilter
+from reportexport.core.records import JobFilter
 from reportexport.store import open_database
 from reportexport.store.dialect import migration_files
-from tests.store.conftest import GRAPH, RawSql
+from tests.helpers import GRAPH, RawSql
 
 RELEASE_VERSION = 7  # reportexport 0.1.0
 # What every upgrade moves on: the version, the definitions digest and the scripts digest.

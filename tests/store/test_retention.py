@@ -7,11 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reportexport.records import JobFilter
+from reportexport.core.records import JobFilter
 from reportexport.store import Database
-from tests.store.conftest import RawSql
-from tests.store.test_operations import claim_one, new_job
-from tests.store.test_schema import run_cli
+from tests.helpers import RawSql, claim_one, new_job, run_cli
 
 
 def canceled(db: Database, **overrides: object) -> int:
@@ -52,6 +50,7 @@ def test_a_purge_removes_only_terminal_jobs_finished_before_its_date(
     assert [p.id for p in db.retention.purges()] == [purge.id]
 
 
+@pytest.mark.slow
 def test_every_other_delete_is_still_refused(db: Database, raw: RawSql) -> None:
     job = canceled(db)
     db.retention.purge(datetime(2000, 1, 1, tzinfo=UTC), person="olga")  # removes nothing
@@ -89,6 +88,7 @@ def test_a_purge_refuses_a_date_without_a_zone_or_a_nameless_request(db: Databas
         db.retention.purge(datetime(2026, 1, 1, tzinfo=UTC), person=" ")
 
 
+@pytest.mark.slow
 def test_the_command_says_what_would_go_then_purges_with_yes(
     db: Database, database_url: str
 ) -> None:

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from reportexport.job_status import IllegalTransitionError
+from reportexport.core.job_status import IllegalTransitionError
 from reportexport.store import Database, JobId, Outcome, SchemaMismatchError, open_database
 from reportexport.store.dialect import load_queries, migration_files
-from tests.conftest import REPO_ROOT
-from tests.store.conftest import GRAPH, RawSql, graph_with_archived
-from tests.store.test_operations import new_job
+from tests.helpers import GRAPH, REPO_ROOT, RawSql, graph_with_archived, new_job, run_cli
 
 
 @pytest.fixture
@@ -122,16 +117,6 @@ def test_every_named_query_is_run_by_a_role() -> None:
     used = set(re.findall(r'\.(?:rows|row|count|each|_changed)\(\s*"([a-z_]+)"', source))
     used |= set(re.findall(r'queries\["([a-z_]+)"\]', source))
     assert used == set(load_queries("sqlite"))
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reportexport", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_db_commands_upgrade_and_check(tmp_path: Path) -> None:

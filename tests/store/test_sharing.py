@@ -11,10 +11,9 @@ import threading
 
 import pytest
 
-from reportexport.records import JobFilter, Lease
+from reportexport.core.records import JobFilter, Lease
 from reportexport.store import Database, Outcome, open_database
-from tests.store.conftest import GRAPH, RawSql
-from tests.store.test_operations import limits, new_job
+from tests.helpers import GRAPH, RawSql, limits, new_job
 
 
 def finish(db: Database, job_id: int) -> None:
@@ -102,6 +101,7 @@ def test_publishing_the_same_caps_again_changes_nothing(db: Database) -> None:
     assert [(c.source, c.max_concurrent) for c in db.caps.caps()] == [("demo", 2), ("other", 1)]
 
 
+@pytest.mark.slow
 def test_concurrent_claimers_never_hold_more_slots_than_the_cap(database_url: str) -> None:
     """Eight threads, each with its own connection, claiming and finishing as fast as they can."""
     setup = open_database(database_url, GRAPH)

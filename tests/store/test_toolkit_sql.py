@@ -8,7 +8,7 @@ import pytest
 
 from frozen_lifecycle.graph import load_graph
 from frozen_lifecycle.sql import guards_sql, tables_sql
-from tests.conftest import FIXTURE_PATH
+from tests.helpers import FIXTURE_PATH
 
 GRAPH = load_graph(FIXTURE_PATH)
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_PATH, REPO_ROOT
 from tests.gate.drift_corpus import tree_files
-from tests.gate.test_case_study_layout import JOB_STATUS_JS
+from tests.helpers import FIXTURE_PATH, REPO_ROOT, TOOLKIT_SRC
+
+# The case study's worker module, as the toolkit's own tests keep it.
+CASE_STUDY = TOOLKIT_SRC.parent / "tests" / "repositories" / "case-study"
 
 
 def git(root: Path, *args: str) -> None:
@@ -47,7 +49,7 @@ def shop(tmp_path: Path) -> Path:
     (root / "contracts").mkdir(parents=True)
     shutil.copy(FIXTURE_PATH, root / "contracts" / "job-status-graph.json")
     (root / "src").mkdir()
-    (root / "src" / "job-status.js").write_text(JOB_STATUS_JS)
+    shutil.copy(CASE_STUDY / "src" / "job-status.js", root / "src" / "job-status.js")
     (root / "src" / "worker.js").write_text('import { applyTransition } from "./job-status.js";\n')
     (root / "package.json").write_text('{"type": "module"}\n')
     git(root, "init", "-q", "-b", "main")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Protocol
 
-from reportexport.outages import OutageError
+from reportexport.core.outages import OutageError
 
 
 class ObjectStoreError(Exception):
@@ -71,7 +71,9 @@ class ObjectStore(Protocol):
     url: str
 
     def create_temp(self, job_id: int, token: int, final_key: str) -> TempObject:
-        """A new temp object for one run (lease token) of a job, to be published at final_key."""
+        """A new temp object for one run (lease token) of a job, to be published at final_key.
+        A run may try again on the same lease: what an earlier attempt of it left behind is
+        replaced, never published."""
         ...
 
     def stat(self, key: str) -> ObjectInfo | None: ...
@@ -103,6 +105,14 @@ def final_key(job_id: int, file_name: str) -> str:
     return f"exports/{job_id}/{file_name}"
 
 
+def final_key_job(key: str) -> int | None:
+    """The job whose file a final key names (None for any other key)."""
+    parts = key.split("/")
+    if len(parts) == 3 and parts[0] == "exports" and parts[1].isascii() and parts[1].isdigit():
+        return int(parts[1])
+    return None
+
+
 _JOB_IN_KEY = re.compile(
     r"^(?:exports/(\d+)/|tmp/(\d+)\.\d+\.part$|multipart/[^/]+/exports/(\d+)/)"
 )
@@ -120,7 +130,7 @@ def is_temp(key: str) -> bool:
     return key.startswith(("tmp/", "multipart/"))
 
 
-def open_object_store(url: str, *, link_secret: bytes = b"") -> ObjectStore:
+def open_object_store(url: str, *, link_secret: bytes | None = None) -> ObjectStore:
     if url.startswith("file://"):
         from reportexport.objects.local import LocalObjectStore
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from reportexport.links import sign_download
+from reportexport.core.links import sign_download
 from reportexport.objects import (
     OWNER_MARK,
     ObjectExistsError,
@@ -53,7 +54,11 @@ class LocalTempObject:
             try:
                 self._file = open(self.path, "xb")  # noqa: SIM115 - held until publish
             except FileExistsError:
-                raise ObjectExistsError(f"a temp object already exists at {key}") from None
+                # The key names the job and its lease token, which only this run holds: what
+                # is there is an earlier attempt of this run whose removal failed (an outage
+                # that refused the unlink too), never another run's object.
+                self.path.unlink()
+                self._file = open(self.path, "xb")  # noqa: SIM115 - held until publish
 
     def write(self, data: bytes) -> None:
         if self._file is None:
@@ -91,7 +96,7 @@ class LocalTempObject:
 
 
 class LocalObjectStore:
-    def __init__(self, url: str, *, link_secret: bytes = b"") -> None:
+    def __init__(self, url: str, *, link_secret: bytes | None = None) -> None:
         self.url = url
         self.root = local_root(url)
         # A store that cannot be made now is an outage the worker paces, not a reason to stop.
@@ -106,12 +111,16 @@ class LocalObjectStore:
         path = self._path(key)
         try:
             st = path.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             if not self.root.is_dir():  # the store is away, not the object: say so
                 raise ObjectStoreUnavailableError(
                     f"the object store at {self.root} is not a folder now: is its volume mounted?"
                 ) from None
             return None
+        except OSError as exc:
+            raise ObjectStoreUnavailableError(
+                f"the object store at {self.root} could not be read ({exc.strerror})"
+            ) from exc
         return ObjectInfo(
             key=key, size=st.st_size, modified=datetime.fromtimestamp(st.st_mtime, UTC)
         )
@@ -145,15 +154,28 @@ class LocalObjectStore:
         return "/api/downloads/" + sign_download(self.link_secret, key, file_name, expires_in)
 
     def claim(self, owner: str) -> str:
+        """The mark is written whole to a file of its own, then linked into place: a process
+        starting beside this one reads the mark complete or not at all, never empty."""
         mark = self.root / f".{OWNER_MARK}"
         with _writing(self.root):
-            try:
-                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return mark.read_text(encoding="utf-8").strip()
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(owner + "\n")
-        return owner
+            if self._mark(mark) is None:
+                draft = self.root / f".{OWNER_MARK}.{os.getpid()}.{threading.get_ident()}"
+                draft.write_text(owner + "\n", encoding="utf-8")
+                try:
+                    os.link(draft, mark)
+                except FileExistsError:
+                    if self._mark(mark) is None:  # an empty mark left by a torn write
+                        os.replace(draft, mark)
+                finally:
+                    draft.unlink(missing_ok=True)
+            return self._mark(mark) or owner
+
+    @staticmethod
+    def _mark(mark: Path) -> str | None:
+        try:
+            return mark.read_text(encoding="utf-8").strip() or None
+        except FileNotFoundError:
+            return None
 
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()

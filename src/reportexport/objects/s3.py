@@ -35,7 +35,7 @@ PART_SIZE = 8 * 1024 * 1024
 
 
 @contextlib.contextmanager
-def _writing(store: S3ObjectStore) -> Iterator[None]:
+def _writing(store: S3ObjectStore, doing: str = "a write") -> Iterator[None]:
     """A store that cannot be reached or answers 5xx is an outage, not the job's fault."""
     try:
         yield
@@ -48,9 +48,20 @@ def _writing(store: S3ObjectStore) -> Iterator[None]:
         if status >= 500 or status == 429:
             code = exc.response.get("Error", {}).get("Code", status)
             raise ObjectStoreUnavailableError(
-                f"the object store {store.endpoint} refused a write ({code})"
+                f"the object store {store.endpoint} refused {doing} ({code})"
             ) from exc
         raise
+
+
+def _answered(store: S3ObjectStore, response: Any, field: str) -> str:
+    """A field of an answer; one cut short (a connection closed inside its headers parses as
+    an answer without it) is an outage, not a bug."""
+    value = response.get(field)
+    if not value:
+        raise ObjectStoreUnavailableError(
+            f"the object store {store.endpoint} answered without {field}: cut short?"
+        )
+    return str(value)
 
 
 def _read_error(store: S3ObjectStore, key: str, exc: Exception) -> Exception:
@@ -84,7 +95,7 @@ class S3TempObject:
             response = store.client.create_multipart_upload(
                 Bucket=store.bucket, Key=store.full(final_key), ContentType="text/csv"
             )
-        self.upload_id: str = response["UploadId"]
+        self.upload_id: str = _answered(store, response, "UploadId")
         self.key = f"multipart/{self.upload_id}/{final_key}"
         self._buffer = bytearray()
         self._parts: list[CompletedPartTypeDef] = []
@@ -106,7 +117,7 @@ class S3TempObject:
                 PartNumber=number,
                 Body=body,
             )
-        self._parts.append({"PartNumber": number, "ETag": response["ETag"]})
+        self._parts.append({"PartNumber": number, "ETag": _answered(self.store, response, "ETag")})
 
     def publish(self, check: Callable[[], bool] | None = None) -> None:
         final_key = self.final_key
@@ -175,7 +186,8 @@ class S3ObjectStore:
 
     def stat(self, key: str) -> ObjectInfo | None:
         try:
-            head = self.client.head_object(Bucket=self.bucket, Key=self.full(key))
+            with _writing(self, "a look-up"):
+                head = self.client.head_object(Bucket=self.bucket, Key=self.full(key))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None

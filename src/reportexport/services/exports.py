@@ -8,6 +8,10 @@ these calls and the results (or `services.errors`) into their own answers. Here 
   every path that creates a job (rerun included), checked and inserted atomically by the store;
 - **rerun**: a new job with the old one's parameters, owned by the old job's owner and counted
   against their limits, recording who asked;
+- **access**: a person sees, runs and reruns only the saved queries whose access rules
+  include them (core/access.py), and downloads a file only while its query's rules still
+  include them; a query they may not run does not exist for them. Parameters bound to an
+  attribute take their value from the owner's record as it is when the job is made;
 - **visibility**: people see, cancel and download their own jobs; operators see everyone's;
   another person's job does not exist for you;
 - **cancel**, along the fixture's `user` edges, one job or several (an operator's cancel and
@@ -23,17 +27,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, Protocol
 
-from reportexport.catalog import Catalog, SavedQuery
-from reportexport.csvschema import file_schema, schema_file_name
-from reportexport.exports import new_export
-from reportexport.job_status import TransitionError
-from reportexport.lifecycle import is_effect, is_status
-from reportexport.links import LinkError, verify_download
-from reportexport.objects import ObjectKeyError, ObjectStore
-from reportexport.parameters import ParameterError, validate
-from reportexport.records import (
+from reportexport.core.access import Member, Refusal
+from reportexport.core.catalog import Catalog, SavedQuery
+from reportexport.core.csvschema import file_schema, schema_file_name
+from reportexport.core.job_status import TransitionError
+from reportexport.core.lifecycle import is_effect, is_status
+from reportexport.core.links import LinkError, verify_download
+from reportexport.core.parameters import ParameterError, validate
+from reportexport.core.records import (
     AuditEntry,
     Firing,
+    InRole,
     Job,
     JobDetail,
     JobFilter,
@@ -43,15 +47,20 @@ from reportexport.records import (
     OwnerLimits,
     SideEffect,
 )
+from reportexport.core.settings import default
+from reportexport.core.text import quoted, unsafe_text
+from reportexport.objects import ObjectKeyError, ObjectStore, final_key_job
+from reportexport.pipeline.export import new_export, with_bound, without_bound
 from reportexport.services.errors import (
+    AccessRefusedError,
     ConflictError,
     ForbiddenError,
     GoneError,
     InvalidInputError,
+    KeyReusedError,
     NotFoundError,
     OverLimitError,
 )
-from reportexport.settings import default
 from reportexport.store import (
     EffectStore,
     JobNotFoundError,
@@ -59,7 +68,6 @@ from reportexport.store import (
     OwnerLimitError,
     StaleStatusError,
 )
-from reportexport.text import quoted, unsafe_text
 
 MAX_ID = 2**63 - 1  # ids are 64-bit in both databases
 MAX_KEY_LENGTH = 200
@@ -77,17 +85,26 @@ class Person(Protocol):
     @property
     def role(self) -> str: ...
 
+    @property
+    def is_operator(self) -> bool: ...
+
 
 @dataclass(frozen=True, kw_only=True)
-class Acting:
+class Acting(InRole):
     """A person known by name and role alone (the command line acting for someone)."""
 
     name: str
     role: str = "user"
 
 
-def is_operator(person: Person) -> bool:
-    return person.role == "operator"
+class MemberBook(Protocol):
+    def member(self, name: str) -> Member | None:
+        """A person's role, groups and attributes as they are now; None for no such person."""
+        ...
+
+
+class AuditLog(Protocol):
+    def record(self, entry: AuditEntry) -> None: ...
 
 
 class DownloadLog(Protocol):
@@ -166,7 +183,11 @@ class ExportService:
         link_seconds: int = default("link_seconds"),
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         firings: FiringLog | None = None,
+        members: MemberBook | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
+        self.members = members
+        self.audit = audit
         self.jobs = jobs
         self.firings = firings
         self.effects = effects
@@ -180,14 +201,65 @@ class ExportService:
 
     # -- saved queries -------------------------------------------------------------------------
 
-    def saved_queries(self) -> list[SavedQuery]:
-        return list(self.catalog.queries.values())
+    def saved_queries(self, person: Person) -> list[SavedQuery]:
+        """The saved queries `person` may run."""
+        queries = list(self.catalog.queries.values())
+        if all(query.access.for_everyone for query in queries):
+            return queries
+        member = self.member(person)
+        return [query for query in queries if query.access.refusal(member) is None]
 
-    def saved_query(self, name: str) -> SavedQuery:
-        query = self.catalog.queries.get(name)
+    def public_queries(self) -> list[SavedQuery]:
+        """The saved queries anyone signed in may run as they are (what the OpenAPI document
+        describes one by one; it is the same for everyone)."""
+        return [query for query in self.catalog.queries.values() if query.access.for_everyone]
+
+    def saved_query(self, person: Person, name: str) -> SavedQuery:
+        """A saved query `person` may run; NotFoundError for any other, as for none."""
+        query = self._runnable(person, name)
         if query is None:
             raise NotFoundError(f"no saved query {quoted(name)}")
         return query
+
+    # -- access ----------------------------------------------------------------------------------
+
+    def member(self, person: Person) -> Member:
+        """`person` as access sees them now: their role, groups and attributes from the store
+        (the command line's operator, known to no store, by its role alone)."""
+        found = self.members.member(person.name) if self.members is not None else None
+        if found is None:
+            return Member(name=person.name, is_operator=person.is_operator)
+        return found
+
+    def owner(self, name: str) -> Member:
+        """The owner of a job or schedule as access sees them now."""
+        found = self.members.member(name) if self.members is not None else None
+        return found if found is not None else Member(name=name)
+
+    def refusal(self, member: Member, saved_query: str) -> Refusal | None:
+        """Why `member` may not run `saved_query` now (None when they may, or when the query
+        left the catalog: what refuses that is elsewhere)."""
+        query = self.catalog.queries.get(saved_query)
+        if query is None or query.access.for_everyone:
+            return None
+        return query.access.refusal(member)
+
+    def _runnable(self, person: Person, name: str) -> SavedQuery | None:
+        query = self.catalog.queries.get(name)
+        if query is None:
+            return None
+        if query.access.for_everyone or query.access.refusal(self.member(person)) is None:
+            return query
+        return None
+
+    def _require_access(self, member: Member, saved_query: str, *, doing: str) -> None:
+        refusal = self.refusal(member, saved_query)
+        if refusal is not None:
+            raise AccessRefusedError(
+                f"{member.name} may not {doing} {quoted(saved_query)}: "
+                + refusal.reason_for(member.name),
+                access_rule=refusal.names,
+            )
 
     # -- creating jobs -------------------------------------------------------------------------
 
@@ -207,8 +279,8 @@ class ExportService:
         typed JSON. ParameterError names a parameter and its rule (with `every_problem`,
         InvalidParametersError names every one); OverLimitError a limit.
         """
-        key = _scoped_key(_idempotency_key(idempotency_key), person.name, person.name)
-        query = self.catalog.queries.get(saved_query)
+        key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, person.name)
+        query = self._runnable(person, saved_query)
         if query is None:
             raise InvalidInputError(
                 "saved_query",
@@ -224,16 +296,29 @@ class ExportService:
             idempotency_key=key,
             from_text=from_text,
             every_problem=every_problem,
+            bound=query.access.bound_values(self.member(person)) if query.access.bound else None,
         )
         return self._insert(new)
 
     def check_parameters(
-        self, saved_query: str, parameters: Mapping[str, Any], *, every_problem: bool = False
+        self,
+        person: Person,
+        saved_query: str,
+        parameters: Mapping[str, Any],
+        *,
+        every_problem: bool = False,
     ) -> None:
-        """ParameterError unless `parameters` (typed JSON values) fit `saved_query` (with
-        `every_problem`, InvalidParametersError names every one)."""
-        specs = self.saved_query(saved_query).parameters
-        validate(specs, parameters, from_text=False, every_problem=every_problem)
+        """ParameterError unless `parameters` (typed JSON values) fit `saved_query` as
+        `person` would run it (with `every_problem`, InvalidParametersError names every one);
+        NotFoundError for a saved query they may not run."""
+        query = self.saved_query(person, saved_query)
+        bound = query.access.bound_values(self.member(person)) if query.access.bound else {}
+        validate(
+            query.parameters,
+            with_bound(query, parameters, bound),
+            from_text=False,
+            every_problem=every_problem,
+        )
 
     def create_scheduled(
         self,
@@ -249,14 +334,18 @@ class ExportService:
         """A schedule's job for its owner, under the owner's limits, once per `key` (the
         firing), or once per `person`'s `idempotency_key` when they ran it by hand:
         ParameterError when the parameters no longer validate, OverLimitError at a limit,
-        NotFoundError when the saved query left the catalog."""
+        NotFoundError when the saved query left the catalog, AccessRefusedError when the
+        owner may no longer run it."""
         query = self.catalog.queries.get(saved_query)
         if query is None:
             gone = f"the saved query {quoted(saved_query)} is no longer in the catalog"
             raise NotFoundError(gone)
+        member = self.owner(owner)
+        self._require_access(member, saved_query, doing="run")
         new = new_export(
             query,
-            parameters,
+            without_bound(query, parameters),
+            bound=query.access.bound_values(member) if query.access.bound else None,
             owner=owner,
             requested_by=owner if person is None else person.name,
             idempotency_key=self._firing_key(schedule_id, key, person, idempotency_key, owner),
@@ -270,7 +359,7 @@ class ExportService:
     ) -> str | None:
         """A person's own key when they gave one; otherwise the firing's."""
         if person is not None and given is not None:
-            return _scoped_key(_idempotency_key(given), person.name, owner)
+            return _scoped_key(checked_idempotency_key(given), person.name, owner)
         return _schedule_key(schedule_id, key)
 
     def job_of_firing(self, owner: str, schedule_id: int, key: str) -> Job | None:
@@ -279,24 +368,28 @@ class ExportService:
 
     def job_by_key(self, person: Person, owner: str, idempotency_key: str) -> Job | None:
         """The job `person`'s earlier request with this key made for `owner`, if any."""
-        key = _scoped_key(_idempotency_key(idempotency_key), person.name, owner)
+        key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, owner)
         assert key is not None
         return self.jobs.job_by_key(owner, key)
 
     def rerun(self, person: Person, job_id: int, *, idempotency_key: str | None = None) -> Created:
-        """The job again, as the catalog has its saved query now, for the job's owner."""
+        """The job again, as the catalog has its saved query now, for the job's owner (whose
+        access rules decide, and whose record gives the bound parameters as it is now)."""
         old = self.job(person, job_id).detail.job
-        key = _scoped_key(_idempotency_key(idempotency_key), person.name, old.owner)
+        key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, old.owner)
         query = self.catalog.queries.get(old.saved_query)
         if query is None:
             raise ConflictError(
                 f"the saved query {quoted(old.saved_query)} is no longer in the catalog",
                 title="Saved query removed",
             )
+        owner = self.member(person) if old.owner == person.name else self.owner(old.owner)
+        self._require_access(owner, old.saved_query, doing="run")
         try:
             new = new_export(
                 query,
-                dict(old.parameters),
+                without_bound(query, old.parameters),
+                bound=query.access.bound_values(owner) if query.access.bound else None,
                 owner=old.owner,
                 requested_by=person.name,
                 idempotency_key=key,
@@ -327,10 +420,7 @@ class ExportService:
             dict(new.parameters),
             new.rerun_of,
         ):
-            raise ConflictError(
-                f"this Idempotency-Key already names export {job.id}, a different request",
-                title="Idempotency key reused",
-            )
+            raise KeyReusedError(job.id)
         return Created(job=job, created=created)
 
     def _over_limit(self, exc: OwnerLimitError, owner: str) -> OverLimitError:
@@ -356,7 +446,7 @@ class ExportService:
         """A job you may see; `with_previous` adds its owner's last success of the same saved
         query with the same parameters (what the dashboard estimates from)."""
         detail = self._detail(job_id)
-        if not is_operator(person) and detail.job.owner != person.name:
+        if not person.is_operator and detail.job.owner != person.name:
             raise NotFoundError(f"no export {job_id}")  # another person's job does not exist
         firing = None
         if detail.job.schedule_id is not None and self.firings is not None:
@@ -374,7 +464,7 @@ class ExportService:
         them, for the live pages' change feed, whose pages were checked when they subscribed)."""
         wanted = sorted({job_id for job_id in ids if 1 <= job_id <= MAX_ID})
         found = self.jobs.jobs_by_ids(wanted) if wanted else []
-        if person is None or is_operator(person):
+        if person is None or person.is_operator:
             return found
         return [job for job in found if job.owner == person.name]
 
@@ -409,7 +499,7 @@ class ExportService:
         job_id, titled = self.search_terms(search)
         return self.jobs.list_jobs(
             JobFilter(
-                owner=owner if is_operator(person) else person.name,
+                owner=owner if person.is_operator else person.name,
                 status=status,
                 saved_query=saved_query,
                 saved_queries=titled,
@@ -443,9 +533,9 @@ class ExportService:
         """Cancel a queued or running job along the fixture's `user` edge; an operator's
         cancel is recorded in the audit (with `detail`)."""
         self.job(person, job_id)
-        reason = "canceled by an operator" if is_operator(person) else "canceled by its owner"
+        reason = "canceled by an operator" if person.is_operator else "canceled by its owner"
         audit = None
-        if is_operator(person):
+        if person.is_operator:
             audit = AuditEntry(
                 person=person.name,
                 action="cancel_job",
@@ -487,7 +577,7 @@ class ExportService:
 
     def redrive(self, person: Person, job_id: int, effect: str) -> None:
         """An operator tries a given-up side effect again."""
-        if not is_operator(person):
+        if not person.is_operator:
             raise ForbiddenError("only operators re-drive side effects")
         if not is_effect(effect):
             raise InvalidInputError(
@@ -508,7 +598,7 @@ class ExportService:
 
     def given_up_side_effects(self, person: Person, limit: int = 100) -> list[SideEffect]:
         """Side effects that ran out of attempts, most recent first (operators)."""
-        if not is_operator(person):
+        if not person.is_operator:
             raise ForbiddenError("only operators see every job's side effects")
         return self.effects.given_up_side_effects(limit)
 
@@ -517,6 +607,7 @@ class ExportService:
     def download(self, person: Person, job_id: int) -> DownloadLink:
         """A signed, expiring link to a succeeded job's file; the request is recorded."""
         job = self.job(person, job_id).detail.job
+        self._may_download(person, job)
         key, file_name = self._downloadable(job)
         if self.objects.stat(key) is None:
             raise GoneError(f"the file of job {job.id} is no longer stored")
@@ -532,6 +623,7 @@ class ExportService:
     def file_schema(self, person: Person, job_id: int) -> tuple[str, dict[str, Any]]:
         """The file name and content of the small JSON schema next to a job's CSV."""
         job = self.job(person, job_id).detail.job
+        self._may_download(person, job, audited=False)
         schema = file_schema(job)
         if schema is None:
             raise ConflictError(f"job {job.id} is {job.status}: there is no file", title="No file")
@@ -540,20 +632,45 @@ class ExportService:
     def open_file(self, person: Person, job_id: int) -> StoredFile:
         """A succeeded job's file, opened here (the command line's own download)."""
         job = self.job(person, job_id).detail.job
+        self._may_download(person, job)
         key, file_name = self._downloadable(job)
         opened = self._open(key, file_name)
         self.downloads.record_download(job.id, person.name)
         return opened
 
     def open_link(self, token: str) -> StoredFile:
-        """The file a signed download link grants (the local object store's links)."""
+        """The file a signed download link grants (the local object store's links), while its
+        owner may still run its saved query."""
         try:
             key, file_name = verify_download(self.link_secret, token)
         except LinkError as exc:
             if exc.expired:
                 raise GoneError(str(exc)) from None
             raise ForbiddenError(str(exc)) from None
+        job_id = final_key_job(key)
+        if job_id is not None:
+            try:
+                job = self._detail(job_id).job
+            except NotFoundError:
+                raise GoneError("the file is no longer stored") from None
+            self._require_access(self.owner(job.owner), job.saved_query, doing="download")
         return self._open(key, file_name)
+
+    def _may_download(self, person: Person, job: Job, *, audited: bool = True) -> None:
+        """A person downloads their file while its query's rules include them; an operator
+        downloads anyone's, and downloading someone else's is recorded in the audit."""
+        if job.owner == person.name:
+            self._require_access(self.member(person), job.saved_query, doing="download")
+        elif person.is_operator and audited and self.audit is not None:
+            self.audit.record(
+                AuditEntry(
+                    person=person.name,
+                    action="download_file",
+                    object_kind="job",
+                    object_id=str(job.id),
+                    detail=f"the file of {job.owner}",
+                )
+            )
 
     def _downloadable(self, job: Job) -> tuple[str, str]:
         if job.status != "succeeded" or job.object_key is None:
@@ -589,7 +706,7 @@ class ExportService:
             raise NotFoundError(f"no export {job_id}") from None
 
 
-def _idempotency_key(key: str | None) -> str | None:
+def checked_idempotency_key(key: str | None) -> str | None:
     if key is None:
         return None
     problem = unsafe_text(key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import get_args
 
-from reportexport.records import (
+from reportexport.core.records import (
     AuditAction,
     AuditFilter,
     AuditObject,
@@ -22,10 +22,10 @@ from reportexport.records import (
     Heartbeat,
     SourceCap,
 )
+from reportexport.core.text import quoted, unsafe_text
 from reportexport.services.errors import ForbiddenError, InvalidInputError
-from reportexport.services.exports import MAX_ID, MAX_PAGE, ExportService, Person, is_operator
+from reportexport.services.exports import MAX_ID, MAX_PAGE, ExportService, Person
 from reportexport.store import EffectStore, Heartbeats, OperatorAudit, SourceCaps
-from reportexport.text import quoted, unsafe_text
 
 # A process beats every few seconds (5 by default); one silent this long has stopped or hangs.
 STALE_AFTER_SECONDS = 30.0
@@ -35,10 +35,15 @@ AUDIT_OBJECTS: tuple[str, ...] = get_args(AuditObject)
 
 @dataclass(frozen=True, kw_only=True)
 class Process:
-    """A process's last heartbeat, and whether it is too old to trust."""
+    """A process's last heartbeat, and whether it is too old to trust (a process that stopped
+    cleanly is not: it said so)."""
 
     heartbeat: Heartbeat
     stale: bool
+
+    @property
+    def stopped(self) -> bool:
+        return self.heartbeat.stopped_at is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,12 +128,16 @@ class OperatorService:
         )
 
     def workers(self, person: Person) -> Workers:
-        """Every process's last heartbeat, most recently seen first, stale ones marked; and
+        """Every process's last heartbeat, most recently seen first, stale ones (silent, not
+        stopped) marked; and
         each source's cap with its slots taken."""
         _operator(person)
         limit = self.stale_after_seconds
         processes = [
-            Process(heartbeat=beat, stale=(beat.age_seconds or 0.0) > limit)
+            Process(
+                heartbeat=beat,
+                stale=beat.stopped_at is None and (beat.age_seconds or 0.0) > limit,
+            )
             for beat in self.heartbeats.heartbeats()
         ]
         return Workers(processes=processes, caps=self.caps.caps(), stale_after_seconds=limit)
@@ -172,7 +181,7 @@ class OperatorService:
 
 
 def _operator(person: Person) -> None:
-    if not is_operator(person):
+    if not person.is_operator:
         raise ForbiddenError("only operators see this")
 
 

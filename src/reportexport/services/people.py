@@ -13,11 +13,11 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from reportexport.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
+from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
+from reportexport.core.text import unsafe_text
 from reportexport.services.errors import ConflictError, ForbiddenError, InvalidInputError
-from reportexport.services.exports import MAX_ID, MAX_PAGE, Person, is_operator
+from reportexport.services.exports import MAX_ID, MAX_PAGE, Person
 from reportexport.store import UserExistsError, Users
-from reportexport.text import unsafe_text
 
 # Names appear in URLs, logs and CSV-free places alike: keep them plain.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
@@ -38,9 +38,14 @@ class PeopleService:
             return None
         return self.users.user_by_token(token)
 
-    def add(self, name: str, role: str = "user", *, by: Person | None = None) -> tuple[User, str]:
-        """A new person and their token, which is shown once and stored only hashed."""
-        audit = self._audit(by, "add_person", name, f"as {role}")
+    def add(
+        self, name: str, role: str = "user", *, by: Person | None = None, service: bool = False
+    ) -> tuple[User, str]:
+        """A new person (or, with `service`, a service account: a token without a human, for
+        the API only) and their token, which is shown once and stored only hashed."""
+        audit = self._audit(
+            by, "add_person", name, f"as {role}" + (", a service account" if service else "")
+        )
         if unsafe_text(name) is not None or not NAME.fullmatch(name):
             raise InvalidInputError(
                 "name",
@@ -52,7 +57,9 @@ class PeopleService:
         if self.users.user_by_name(name) is not None:
             raise ConflictError(f"a user named {name!r} already exists", title="User exists")
         try:
-            return self.users.add_user(name, role, audit=audit)
+            return self.users.add_user(
+                name, role, kind="service" if service else "person", audit=audit
+            )
         except UserExistsError as exc:  # a concurrent add of the same name
             raise ConflictError(str(exc), title="User exists") from None
 
@@ -74,7 +81,7 @@ class PeopleService:
         limit: int = 50,
     ) -> PeoplePage:
         """Operators: everyone (or those whose name holds `search`), with their live sessions."""
-        if not is_operator(person):
+        if not person.is_operator:
             raise ForbiddenError("only operators see everyone")
         words = (search or "").strip()
         if unsafe_text(words) is not None or len(words) > MAX_SEARCH:
@@ -118,6 +125,24 @@ class PeopleService:
             return False
         return self.users.revoke_user(name, now=self.clock(), audit=audit)
 
+    def suspend(self, name: str, *, by: Person, reason: str = "") -> bool:
+        """The person's token and dashboard sessions stop at once until resumed (False when
+        there is no active, unsuspended person of that name); `withdraw` (the access service's)
+        then ends what they had queued and scheduled."""
+        why = reason.strip() or f"suspended by {by.name}"
+        audit = self._audit(by, "suspend_person", name, why)
+        _not_yourself(by, name)
+        if unsafe_text(name) is not None or unsafe_text(why) is not None or len(why) > 500:
+            raise InvalidInputError("reason", "text", "a reason is at most 500 plain characters")
+        return self.users.suspend_user(name, now=self.clock(), by=by.name, reason=why, audit=audit)
+
+    def resume(self, name: str, *, by: Person) -> bool:
+        """A suspended person's token works again (False when they were not suspended)."""
+        audit = self._audit(by, "resume_person", name)
+        if unsafe_text(name) is not None:
+            return False
+        return self.users.resume_user(name, audit=audit)
+
     @staticmethod
     def _audit(
         by: Person | None, action: AuditAction, name: str, detail: str | None = None
@@ -125,7 +150,7 @@ class PeopleService:
         """The entry of an operator's action; ForbiddenError when `by` is no operator."""
         if by is None:
             return None
-        if not is_operator(by):
+        if not by.is_operator:
             raise ForbiddenError("only operators add people and give or revoke their tokens")
         return AuditEntry(
             person=by.name, action=action, object_kind="person", object_id=name, detail=detail

@@ -10,6 +10,7 @@ saved query that left the catalog (the schedule pauses itself, with the reason).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,13 +18,22 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from reportexport.catalog import Catalog, SavedQuery
-from reportexport.parameters import InvalidParametersError, ParameterError, coerce, parse_timestamp
-from reportexport.records import Firing, Schedule
-from reportexport.schedules import Cron, ScheduleError, end_of_day, is_relative, resolve
+from reportexport.core.catalog import Catalog, SavedQuery
+from reportexport.core.parameters import (
+    InvalidParametersError,
+    ParameterError,
+    coerce,
+    json_number,
+    parse_timestamp,
+)
+from reportexport.core.records import Firing, Schedule
+from reportexport.core.settings import default
+from reportexport.core.text import quoted
 from reportexport.services.errors import (
+    AccessRefusedError,
     ConflictError,
     InvalidInputError,
+    KeyReusedError,
     NotFoundError,
     OverLimitError,
 )
@@ -33,11 +43,11 @@ from reportexport.services.exports import (
     Created,
     ExportService,
     Person,
-    is_operator,
+    checked_idempotency_key,
 )
-from reportexport.settings import default
 from reportexport.store import ScheduleStore
-from reportexport.text import quoted
+from reportexport.timetable.firings import Cron, ScheduleError, end_of_day, is_relative, resolve
+from reportexport.timetable.gaps import Gap, shortest_gap
 
 log = logging.getLogger("reportexport.schedules")
 
@@ -50,6 +60,12 @@ UNSETTLED_AFTER = timedelta(seconds=60)
 @dataclass(frozen=True, kw_only=True)
 class ScheduleLimits:
     max_per_person: int = default("max_schedules")
+    # The shortest gap a schedule may leave between two firings over its next year.
+    min_period_seconds: int = default("min_schedule_period_seconds")
+
+    @property
+    def min_period(self) -> timedelta:
+        return timedelta(seconds=self.min_period_seconds)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +77,7 @@ class ScheduleView:
     description: str
     next_times: list[datetime]
     firings: list[Firing]
+    created: bool = True  # False: an Idempotency-Key named this earlier schedule
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,11 +88,23 @@ class SchedulePage:
 
 @dataclass(frozen=True, kw_only=True)
 class Preview:
-    """A cron expression in a time zone, as a form shows it while it is typed."""
+    """A cron expression in a time zone, as a form shows it while it is typed: in words, its
+    next times, and how close together its firings come (over the next year) against the
+    shortest gap allowed."""
 
     description: str
     time_zone: str
     next_times: list[datetime]
+    shortest_gap: timedelta | None  # None: it fires once at most in the next year
+    min_period: timedelta
+
+    @property
+    def period(self) -> str:
+        """The gap, said in a sentence."""
+        allowed = f"the shortest gap allowed is {say_length(self.min_period)}"
+        if self.shortest_gap is None:
+            return f"It fires once at most in the next year; {allowed}."
+        return f"Firings at least {say_length(self.shortest_gap)} apart; {allowed}."
 
 
 class ScheduleService:
@@ -110,9 +139,12 @@ class ScheduleService:
         last_day: date | None = None,
         from_text: bool = False,
         every_problem: bool = False,
+        idempotency_key: str | None = None,
     ) -> ScheduleView:
         """A schedule of `saved_query` owned by `person`; its parameters are checked now as a
-        firing would resolve them.
+        firing would resolve them. Once per `idempotency_key` of `person`: the same request
+        again gets the schedule the first one made (`created` False), another request with
+        the same key a ConflictError.
 
         `ends_at` may be RFC 3339 text (JSON, the command line); `last_day` ends it after that
         local day in its time zone (instead of `ends_at`).
@@ -120,11 +152,13 @@ class ScheduleService:
         `{"relative": word}`; with `every_problem`, InvalidParametersError names every
         parameter that is wrong.
         """
+        key = checked_idempotency_key(idempotency_key)
         now = self.clock()
         parsed = _cron(cron, time_zone)
         if isinstance(ends_at, str):
             ends_at = _instant("ends_at", ends_at)
-        query = self.catalog.queries.get(saved_query)
+        self._often_enough(parsed, now)
+        query = self._runnable(person, saved_query)
         if query is None:
             raise InvalidInputError(
                 "saved_query", "unknown", f"no saved query {quoted(saved_query)}",
@@ -145,7 +179,9 @@ class ScheduleService:
             raise InvalidInputError(
                 "cron", "never", f"{cron!r} has no time before the schedule ends"
             )
-        parameters = self._checked(query, parameters, parsed, first, from_text, every_problem)
+        parameters = self._checked(
+            person, query, parameters, parsed, first, from_text, every_problem
+        )
         created = self.schedules.create(
             owner=person.name,
             saved_query=saved_query,
@@ -156,6 +192,7 @@ class ScheduleService:
             next_fire_at=first,
             created_by=person.name,
             max_per_owner=self.limits.max_per_person,
+            idempotency_key=key,
         )
         if created is None:
             raise OverLimitError(
@@ -164,11 +201,33 @@ class ScheduleService:
                 limit="max_schedules",
                 retry_after=60,
             )
-        log.info("schedule %s created by %s: %s", created.id, person.name, parsed.describe())
-        return self._view(created)
+        schedule, made = created
+        if not made:
+            return self._earlier(schedule, saved_query, parameters, parsed, ends_at)
+        log.info("schedule %s created by %s: %s", schedule.id, person.name, parsed.describe())
+        return self._view(schedule)
+
+    def _earlier(
+        self,
+        earlier: Schedule,
+        saved_query: str,
+        parameters: Mapping[str, Any],
+        parsed: Cron,
+        ends_at: datetime | None,
+    ) -> ScheduleView:
+        """The schedule an earlier request with the same key made, if this is that request."""
+        asked = (saved_query, dict(parameters), parsed.expression, parsed.time_zone,
+                 _to_millisecond(ends_at))  # fmt: skip
+        made = (earlier.saved_query, dict(earlier.parameters), earlier.cron, earlier.time_zone,
+                _to_millisecond(earlier.ends_at))  # fmt: skip
+        if asked != made:
+            raise KeyReusedError(earlier.id, made="schedule")
+        if self.schedules.get(earlier.id) is None:
+            raise KeyReusedError(earlier.id, made="schedule", gone=True)
+        return dataclasses.replace(self._view(earlier), created=False)
 
     def list(self, person: Person) -> list[ScheduleView]:
-        owner = None if is_operator(person) else person.name
+        owner = None if person.is_operator else person.name
         return [self._view(s, firings=False) for s in self.schedules.listed(owner)]
 
     def page(self, person: Person, *, before: int | None = None, limit: int = 50) -> SchedulePage:
@@ -177,20 +236,36 @@ class ScheduleService:
             raise InvalidInputError("before", "range", f"before must be 1 to {MAX_ID}")
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError("limit", "range", f"limit must be 1 to {MAX_PAGE}")
-        owner = None if is_operator(person) else person.name
+        owner = None if person.is_operator else person.name
         found = self.schedules.listed(owner, limit + 1, before=before)
         views = [self._view(s, firings=False) for s in found[:limit]]
         more = len(found) > limit and views
         return SchedulePage(views=views, next_cursor=views[-1].schedule.id if more else None)
 
     def preview(self, cron: str, time_zone: str) -> Preview:
-        """The expression in words and its next firing times from now (nothing is saved)."""
+        """The expression in words, its next firing times from now and the shortest gap
+        between two of its firings (nothing is saved); InvalidInputError naming `cron` when
+        it fires more often than the minimum period allows, as `create` refuses it."""
         parsed = _cron(cron, time_zone)
+        now = self.clock()
+        self._often_enough(parsed, now)
+        gap = shortest_gap(parsed, now)
         return Preview(
             description=parsed.describe(),
             time_zone=parsed.time_zone,
-            next_times=parsed.next_times(self.clock(), NEXT_SHOWN),
+            next_times=parsed.next_times(now, NEXT_SHOWN),
+            shortest_gap=gap.length if gap is not None else None,
+            min_period=self.limits.min_period,
         )
+
+    def _often_enough(self, parsed: Cron, now: datetime) -> None:
+        """InvalidInputError naming `cron` when two firings come closer than the minimum
+        period over the next year."""
+        gap = shortest_gap(parsed, now, below=self.limits.min_period)
+        if gap is not None:
+            raise InvalidInputError(
+                "cron", "min_period", too_often(parsed, gap, self.limits.min_period)
+            )
 
     def show(self, person: Person, schedule_id: int) -> ScheduleView:
         return self._view(self._mine(person, schedule_id))
@@ -207,7 +282,20 @@ class ScheduleService:
     def resume(self, person: Person, schedule_id: int) -> ScheduleView:
         """Fire again from the next time after now; the times missed while paused are not."""
         schedule = self._mine(person, schedule_id)
+        refusal = self.exports.refusal(self.exports.owner(schedule.owner), schedule.saved_query)
+        if refusal is not None:
+            raise AccessRefusedError(
+                f"schedule {schedule_id} cannot fire: {refusal.reason_for(schedule.owner)}",
+                access_rule=refusal.names,
+            )
         parsed = _cron(schedule.cron, schedule.time_zone)
+        try:
+            self._often_enough(parsed, self.clock())
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                "cron", "min_period", f"{exc.detail}; delete this schedule and make one that "
+                "fires less often",
+            ) from None  # fmt: skip
         following = self._bounded(parsed.next_after(self.clock()), schedule)
         resumed = self.schedules.resume(schedule_id, next_fire_at=following)
         if resumed is None:
@@ -229,11 +317,7 @@ class ScheduleService:
             earlier = self.exports.job_by_key(person, schedule.owner, idempotency_key)
             if earlier is not None:
                 if earlier.schedule_id != schedule_id:
-                    raise ConflictError(
-                        f"this Idempotency-Key already names export {earlier.id}, a different "
-                        "request",
-                        title="Idempotency key reused",
-                    )
+                    raise KeyReusedError(earlier.id)
                 return Created(job=earlier, created=False)
         firing = self.schedules.record_manual(
             schedule_id, now=self.clock(), fired_by=f"{self.process} ({person.name})"
@@ -311,6 +395,14 @@ class ScheduleService:
                 schedule.owner, schedule.saved_query, parameters,
                 schedule_id=schedule.id, key=key, person=person, idempotency_key=idempotency_key,
             )  # fmt: skip
+        except AccessRefusedError as exc:
+            reason = f"access withdrawn: {exc.detail}"
+            self.schedules.settle_refusal(firing, code="access", message=exc.detail)
+            self.schedules.pause(schedule.id, now=self.clock(), reason=reason)
+            log.warning("schedule %s paused: %s", schedule.id, reason)
+            if raise_refusal:
+                raise
+            return None
         except (ParameterError, ScheduleError, InvalidInputError, NotFoundError) as exc:
             reason = f"the firing of {firing.scheduled_for.isoformat()} could not run: {exc}"
             self.schedules.settle_refusal(firing, code="invalid_parameters", message=str(exc))
@@ -338,8 +430,15 @@ class ScheduleService:
         query = self.catalog.queries.get(saved_query)
         return {} if query is None else {n: p.type for n, p in query.parameters.items()}
 
+    def _runnable(self, person: Person, saved_query: str) -> SavedQuery | None:
+        try:
+            return self.exports.saved_query(person, saved_query)
+        except NotFoundError:
+            return None
+
     def _checked(
         self,
+        person: Person,
         query: SavedQuery,
         parameters: Mapping[str, Any],
         parsed: Cron,
@@ -363,6 +462,7 @@ class ScheduleService:
         failed = {problem.parameter for problem in problems}
         try:
             self._check_parameters(
+                person,
                 query.name,
                 {k: v for k, v in typed.items() if k not in failed},
                 parsed,
@@ -380,6 +480,7 @@ class ScheduleService:
 
     def _check_parameters(
         self,
+        person: Person,
         saved_query: str,
         parameters: Mapping[str, Any],
         parsed: Cron,
@@ -396,13 +497,15 @@ class ScheduleService:
                 )  # fmt: skip
         try:
             resolved = resolve(parameters, types, first, parsed.zone)
-            self.exports.check_parameters(saved_query, resolved, every_problem=every_problem)
+            self.exports.check_parameters(
+                person, saved_query, resolved, every_problem=every_problem
+            )
         except ScheduleError as exc:
-            raise InvalidInputError("parameters", "relative", str(exc)) from None
+            raise InvalidInputError(exc.field, "relative", str(exc)) from None
 
     def _mine(self, person: Person, schedule_id: int) -> Schedule:
         schedule = self.schedules.get(schedule_id)
-        if schedule is None or (not is_operator(person) and schedule.owner != person.name):
+        if schedule is None or (not person.is_operator and schedule.owner != person.name):
             raise NotFoundError(f"no schedule {schedule_id}")
         return schedule
 
@@ -433,10 +536,67 @@ class ScheduleService:
 def _json_value(value: Any) -> Any:
     """A typed parameter value as the schedule keeps it: JSON's own number, ISO text."""
     if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+        return json_number(value)
     if isinstance(value, datetime | date):
         return value.isoformat()
     return value
+
+
+def pause_too_frequent(
+    store: ScheduleStore, min_period: timedelta, now: datetime
+) -> list[tuple[Schedule, str]]:
+    """Pause, with the reason, every schedule still firing whose firings come closer than
+    `min_period` over its next year (schedules made before there was a minimum, or under a
+    lower one); each one paused and why."""
+    paused: list[tuple[Schedule, str]] = []
+    before: int | None = None
+    while True:
+        found = store.listed(None, 100, before=before)
+        for schedule in found:
+            if schedule.paused_at is not None or schedule.next_fire_at is None:
+                continue
+            try:
+                parsed = Cron.parse(schedule.cron, schedule.time_zone)
+            except ScheduleError:
+                continue  # a zone the database no longer has: its firings say so
+            gap = shortest_gap(parsed, now, below=min_period)
+            if gap is None:
+                continue
+            reason = (
+                f"{too_often(parsed, gap, min_period)}; delete this schedule and make one that "
+                "fires less often"
+            )
+            if store.pause(schedule.id, now=now, reason=reason) is not None:
+                log.warning("schedule %s paused: %s", schedule.id, reason)
+                paused.append((schedule, reason))
+        if len(found) < 100:
+            return paused
+        before = found[-1].id
+
+
+def too_often(parsed: Cron, gap: Gap, min_period: timedelta) -> str:
+    """Why a cron expression fires too often: where its firings come closest, and the rule."""
+    local = gap.after.astimezone(parsed.zone)
+    return (
+        f"{parsed.expression!r} fires {say_length(gap.length)} after its firing of "
+        f"{local:%Y-%m-%d %H:%M:%S} ({parsed.time_zone}): the shortest gap allowed between two "
+        f"firings is {say_length(min_period)}"
+    )
+
+
+def say_length(length: timedelta) -> str:
+    """A gap in words: `1 second`, `90 seconds`, `30 minutes`, `23 hours`, `3 days`."""
+    seconds = int(length.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"{seconds} second{'' if seconds == 1 else 's'}"
+
+
+def _to_millisecond(moment: datetime | None) -> datetime | None:
+    """A moment as precisely as every job store keeps it."""
+    return None if moment is None else moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def _made(created: Created | None) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from reportexport.records import User
+from reportexport.core.records import User
 from reportexport.services.errors import InvalidInputError, OverLimitError
 from reportexport.services.people import PeopleService
 
@@ -100,7 +100,9 @@ class SessionService:
         failures_per_minute: int = 10,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         monotonic: Callable[[], float] | None = None,
+        still_in: Callable[[str, User], bool] | None = None,
     ) -> None:
+        self.still_in = still_in  # the company sign-in's check of an open session
         self.sessions = sessions
         self.people = people
         self.lifetime = lifetime
@@ -126,6 +128,10 @@ class SessionService:
         if user is None:
             self.failures.failed(client)
             raise InvalidInputError("token", "unknown", "That token is unknown or revoked.")
+        if user.is_service:
+            raise InvalidInputError(
+                "token", "service", f"{user.name} is a service account: it uses the API only."
+            )
         now = self.clock()
         self.sessions.forget_sessions(before=now - FORGET_AFTER)
         session_id = secrets.token_urlsafe(32)
@@ -139,7 +145,10 @@ class SessionService:
         """The person of a live session, or None (unknown, ended, expired, revoked)."""
         if not _well_formed(session_id):
             return None
-        return self.sessions.session_user(session_id, now=self.clock())
+        user = self.sessions.session_user(session_id, now=self.clock())
+        if user is not None and self.still_in is not None and not self.still_in(session_id, user):
+            return None
+        return user
 
     def sign_out(self, session_id: str) -> None:
         if _well_formed(session_id):

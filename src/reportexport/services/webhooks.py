@@ -17,16 +17,16 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from reportexport.records import AuditAction, AuditEntry, WebhookEndpoint
+from reportexport.core.records import AuditAction, AuditEntry, WebhookEndpoint
+from reportexport.core.text import quoted, unsafe_text
 from reportexport.services.errors import (
     ConflictError,
     ForbiddenError,
     InvalidInputError,
     NotFoundError,
 )
-from reportexport.services.exports import MAX_ID, Person, is_operator
+from reportexport.services.exports import MAX_ID, Person
 from reportexport.store import GlobalEndpointExistsError, OperatorAudit, Users, WebhookEndpoints
-from reportexport.text import quoted, unsafe_text
 from reportexport.webhooks.resolving import within
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import new_secret, signed_headers
@@ -81,11 +81,11 @@ class WebhookService:
         self, person: Person, url: str, *, everyone: bool = False, owner: str | None = None
     ) -> WebhookEndpoint:
         """A new endpoint (its secret is shown once) for `owner` (default: the person)."""
-        if everyone and not is_operator(person):
+        if everyone and not person.is_operator:
             raise ForbiddenError("only operators register the global endpoint")
         if owner is not None and unsafe_text(owner) is not None:
             raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
-        if owner is not None and owner != person.name and not is_operator(person):
+        if owner is not None and owner != person.name and not person.is_operator:
             raise ForbiddenError("only operators register endpoints for someone else")
         if len(url) > MAX_URL_LENGTH:
             raise InvalidInputError("url", "max_length", f"at most {MAX_URL_LENGTH} characters")
@@ -117,7 +117,7 @@ class WebhookService:
         """A person's endpoints; an operator's: every endpoint, or one owner's."""
         if owner is not None and unsafe_text(owner) is not None:
             raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
-        return self.endpoints.list_webhook_endpoints(owner if is_operator(person) else person.name)
+        return self.endpoints.list_webhook_endpoints(owner if person.is_operator else person.name)
 
     def page(
         self,
@@ -129,7 +129,7 @@ class WebhookService:
         limit: int = 50,
     ) -> EndpointPage:
         """Operators: every endpoint (or one owner's, or the global one), newest first."""
-        if not is_operator(person):
+        if not person.is_operator:
             raise ForbiddenError("only operators see every webhook endpoint")
         if owner is not None and unsafe_text(owner) is not None:
             raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
@@ -202,7 +202,7 @@ class WebhookService:
         person: Person, action: AuditAction, endpoint_id: str, detail: str | None = None
     ) -> AuditEntry | None:
         """The audit entry of an operator's action (a person's own endpoints are theirs)."""
-        if not is_operator(person):
+        if not person.is_operator:
             return None
         return AuditEntry(
             person=person.name,
@@ -220,7 +220,7 @@ class WebhookService:
                 found = self.endpoints.get_webhook_endpoint(endpoint_id)
             except LookupError:
                 found = None
-        if found is None or (not is_operator(person) and found.owner != person.name):
+        if found is None or (not person.is_operator and found.owner != person.name):
             raise NotFoundError(f"no webhook endpoint {endpoint_id}")
         return found
 

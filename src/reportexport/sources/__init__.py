@@ -11,14 +11,43 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reportexport.catalog import SourceConfig
-from reportexport.csvformat import Column, CsvOptions
+from reportexport.core.catalog import SourceConfig
+from reportexport.core.csvformat import Column, CsvOptions
 
 
 class SourceError(Exception):
-    """A failure of the query, with a message safe to show the user; `code` names the kind."""
+    """A failure of the query: str() is worded for the person who asked (`code` names the
+    kind); `detail` is the source's own message, for operators (the logs, `queries check`)."""
 
     code = "query_error"
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail or message
+
+
+# What a source's own error means, in words for the person who asked for the export; each
+# source sorts its driver's errors into these kinds (the driver's text goes to the logs).
+QUERY_FAILURES: Mapping[str, str] = {
+    "unknown_column": "the saved query names a column its source does not have",
+    "unknown_name": "the saved query names a table, view or function its source does not have",
+    "syntax": "the saved query's SQL cannot be read by its source",
+    "conversion": "a value could not be converted to the type the saved query needs",
+    "resources": "the query needed more memory or disk than its source allows",
+    "permission": "the source does not let exports read what the saved query reads",
+    "read_only": "the saved query tries to change data, and exports only read",
+}
+QUERY_FAILED = "the saved query failed in its source"
+
+
+def query_failed(kind: str | None, detail: str, name: str | None = None) -> SourceError:
+    """The failure of a query, worded by its kind (and the name it concerns, when the source's
+    message gives one); the source's own message is its `detail`."""
+    words = QUERY_FAILURES.get(kind or "", QUERY_FAILED)
+    named = f" ({name[:80]})" if name else ""
+    return SourceError(
+        f"{words}{named}; operators can see the source's own message in the logs", detail=detail
+    )
 
 
 class QueryTimeoutError(SourceError):

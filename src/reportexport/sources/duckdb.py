@@ -20,8 +20,9 @@ from typing import Any
 
 import duckdb
 
-from reportexport.catalog import SourceConfig
-from reportexport.csvformat import Column, CsvOptions, as_written, projection
+from reportexport.core.catalog import SourceConfig
+from reportexport.core.csvformat import Column, CsvOptions, as_written, projection
+from reportexport.core.sqlparams import render
 from reportexport.sources import (
     CancelToken,
     Exported,
@@ -30,8 +31,8 @@ from reportexport.sources import (
     SourceUnavailableError,
     StatementTimer,
     file_path,
+    query_failed,
 )
-from reportexport.sqlparams import render
 
 CHUNK = 1 << 20
 FIFO_PREFIX = "reportexport-duckdb-"  # then the pid of the process that made the folder
@@ -100,7 +101,7 @@ class DuckdbSource:
         try:
             relation = con.execute(f"SELECT * FROM ({render(sql, '${name}')}) AS q LIMIT 0", params)
         except duckdb.Error as exc:
-            raise SourceError(_message(exc)) from exc
+            raise _failure(exc) from exc
         return [column_of(d[0], str(d[1])) for d in relation.description or ()]
 
     def export(
@@ -143,7 +144,7 @@ class DuckdbSource:
                 cancel.raise_if_cancelled()
                 if timer.fired.is_set():
                     raise timer.error() from exc
-                raise SourceError(_message(exc)) from exc
+                raise _failure(exc) from exc
             reader.join()
             if reader.failure is not None:
                 raise reader.failure
@@ -234,6 +235,28 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process
     return True
+
+
+def _failure(exc: duckdb.Error) -> SourceError:
+    """A DuckDB error as a worded failure of the query, its own message kept for operators."""
+    text = _message(exc)
+    kind = next((kind for kinds, kind in _KINDS if isinstance(exc, kinds)), None)
+    if isinstance(exc, duckdb.BinderException) and "column" not in text.lower():
+        kind = "unknown_name"
+    named = _NAMED.search(text) if kind in ("unknown_column", "unknown_name") else None
+    return query_failed(kind, text, next(g for g in named.groups() if g) if named else None)
+
+
+_KINDS: tuple[tuple[type[duckdb.Error], str], ...] = (
+    (duckdb.BinderException, "unknown_column"),
+    (duckdb.CatalogException, "unknown_name"),
+    (duckdb.ParserException, "syntax"),
+    (duckdb.ConversionException, "conversion"),
+    (duckdb.OutOfMemoryException, "resources"),
+    (duckdb.PermissionException, "permission"),
+)
+# `Referenced column "x" not found`; `Table with name x does not exist!`
+_NAMED = re.compile(r'"([^"]+)"|with name (\S+) does not exist')
 
 
 def _message(exc: BaseException) -> str:

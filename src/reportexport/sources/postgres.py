@@ -7,14 +7,16 @@ transaction with a statement timeout; a cancel uses the protocol's cancel reques
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from reportexport.catalog import SourceConfig
-from reportexport.csvformat import Column, CsvOptions, as_written, projection
+from reportexport.core.catalog import SourceConfig
+from reportexport.core.csvformat import Column, CsvOptions, as_written, projection
+from reportexport.core.sqlparams import Param, split_sql
 from reportexport.sources import (
     CancelToken,
     Exported,
@@ -22,8 +24,8 @@ from reportexport.sources import (
     Sink,
     SourceError,
     SourceUnavailableError,
+    query_failed,
 )
-from reportexport.sqlparams import Param, split_sql
 
 # Type OIDs from pg_type; anything else is written as its text form.
 _KINDS = {
@@ -181,5 +183,23 @@ def _translated(exc: psycopg.Error) -> SourceError:
         return QueryTimeoutError("the query ran longer than the source's statement timeout")
     if isinstance(exc, psycopg.OperationalError):
         return SourceUnavailableError("the source connection failed during the export")
-    primary = exc.diag.message_primary if exc.diag else None
-    return SourceError(primary or str(exc).strip().splitlines()[0])
+    text = (exc.diag.message_primary if exc.diag else None) or str(exc).strip().splitlines()[0]
+    state = exc.sqlstate or ""
+    kind = _STATES.get(state) or _STATES.get(state[:2])
+    named = _NAMED.search(text) if kind in ("unknown_column", "unknown_name") else None
+    return query_failed(kind, text, next(g for g in named.groups() if g) if named else None)
+
+
+# SQLSTATEs (and classes of them) by the kind of failure they are.
+_STATES = {
+    "42703": "unknown_column",
+    "42P01": "unknown_name",
+    "42883": "unknown_name",
+    "42601": "syntax",
+    "22": "conversion",
+    "53": "resources",
+    "42501": "permission",
+    "25006": "read_only",
+}
+# `column "x" does not exist`, `relation "x" does not exist`, `function x(integer) does not exist`
+_NAMED = re.compile(r'"([^"]+)"|function (\S+?)\(')

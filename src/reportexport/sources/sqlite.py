@@ -6,12 +6,13 @@ read from the values it held: all integers, all floats (or floats and integers),
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reportexport.catalog import SourceConfig
-from reportexport.csvformat import Column, CsvOptions, check_columns, format_header, format_row
+from reportexport.core.catalog import SourceConfig
+from reportexport.core.csvformat import Column, CsvOptions, check_columns, format_header, format_row
 from reportexport.sources import (
     CancelToken,
     Exported,
@@ -20,6 +21,7 @@ from reportexport.sources import (
     SourceUnavailableError,
     StatementTimer,
     file_path,
+    query_failed,
 )
 
 BATCH = 5_000
@@ -41,7 +43,7 @@ class SqliteSource:
         try:
             cursor = conn.execute(f"SELECT * FROM ({sql}) AS q LIMIT 0", dict(params))
         except sqlite3.Error as exc:
-            raise SourceError(str(exc)) from exc
+            raise _failure(exc) from exc
         finally:
             conn.close()
         return [Column(d[0], "text") for d in cursor.description or ()]
@@ -76,7 +78,7 @@ class SqliteSource:
             cancel.raise_if_cancelled()
             if timer.fired.is_set():
                 raise timer.error() from exc
-            raise SourceError(str(exc)) from exc
+            raise _failure(exc) from exc
         finally:
             timer.cancel()
             unregister()
@@ -94,3 +96,22 @@ def _typed(names: Sequence[str], seen: Sequence[set[type]]) -> list[Column]:
         else:
             columns.append(Column(name, "text"))
     return columns
+
+
+# `no such column: x`, `no such table: x`, `no such function: x`, `near "x": syntax error`
+_SQLITE_KINDS = (
+    (re.compile(r"no such column: (.+)"), "unknown_column"),
+    (re.compile(r"no such (?:table|function): (.+)"), "unknown_name"),
+    (re.compile(r"()syntax error"), "syntax"),
+    (re.compile(r"()readonly database"), "read_only"),
+)
+
+
+def _failure(exc: sqlite3.Error) -> SourceError:
+    """An SQLite error as a worded failure of the query, its own message kept for operators."""
+    text = str(exc)
+    for pattern, kind in _SQLITE_KINDS:
+        found = pattern.search(text)
+        if found:
+            return query_failed(kind, text, found.group(1) or None)
+    return query_failed(None, text)

@@ -4,15 +4,16 @@
 `postgresql://...`; drivers are imported only by the backend that needs them) and gives a
 `Database` made of roles, each holding the driver: `jobs` (what people do to jobs), `queue`
 (what workers do), `effects` (side-effect rows), `endpoints` (webhook endpoints and
-deliveries), `users`, `heartbeats`, `caps` (sources' max_concurrent), `metrics`,
-`retention` (purges), `schedules`, `sessions` (the dashboard's), `audit` (what operators
-did) and `schema` (upgrade, check, probe). A consumer takes the role it uses.
+deliveries), `users`, `groups` (groups and people's attributes), `heartbeats`, `caps`
+(sources' max_concurrent), `metrics`, `retention` (purges), `schedules`, `sessions` (the
+dashboard's), `audit` (what operators did) and `schema` (upgrade, check, probe). A consumer
+takes the role it uses.
 """
 
 from __future__ import annotations
 
 from frozen_lifecycle.graph import Graph
-from reportexport.records import (
+from reportexport.core.records import (
     Claim,
     ClaimedEffect,
     ClaimedJob,
@@ -33,7 +34,7 @@ from reportexport.records import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from reportexport.settings import default
+from reportexport.core.settings import default
 from reportexport.store.audit import OperatorAudit
 from reportexport.store.caps import SourceCaps
 from reportexport.store.driver import SchemaDriver
@@ -55,6 +56,7 @@ from reportexport.store.errors import (
     UniqueViolationError,
     UnsupportedDatabaseError,
 )
+from reportexport.store.groups import Groups
 from reportexport.store.heartbeats import Heartbeats
 from reportexport.store.jobs import JobStore
 from reportexport.store.metrics import Metrics
@@ -74,6 +76,7 @@ __all__ = [
     "EffectStore",
     "EndpointNotFoundError",
     "GlobalEndpointExistsError",
+    "Groups",
     "Heartbeat",
     "Heartbeats",
     "Job",
@@ -128,6 +131,7 @@ class Database:
         self.effects = EffectStore(driver)
         self.endpoints = WebhookEndpoints(driver)
         self.users = Users(driver)
+        self.groups = Groups(driver)
         self.heartbeats = Heartbeats(driver)
         self.caps = SourceCaps(driver)
         self.metrics = Metrics(driver)
@@ -149,8 +153,12 @@ def open_database(
     lock_timeout_seconds: float = default("db_lock_timeout_seconds"),
     statement_timeout_seconds: float = default("db_statement_timeout_seconds"),
     pool_size: int = default("db_pool_size"),
+    dedicated: bool = False,
 ) -> Database:
     """Open the database at `url`; with `check`, refuse one not built from `graph`.
+
+    `dedicated`: one connection of its own, reconnected by the first use after it broke, in
+    place of a pool (PostgreSQL; what renews leases uses).
 
     No session waits longer than `lock_timeout_seconds` for a lock (SQLite: for the writer) or
     `statement_timeout_seconds` for a statement (PostgreSQL).
@@ -166,6 +174,7 @@ def open_database(
         driver = PostgresDriver(
             url,
             pool_size=pool_size,
+            dedicated=dedicated,
             lock_timeout_seconds=lock_timeout_seconds,
             statement_timeout_seconds=statement_timeout_seconds,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from reportexport.records import AuditEntry, AuditFilter, AuditPage, AuditRecord
+from reportexport.core.records import AuditEntry, AuditFilter, AuditPage, AuditRecord
 from reportexport.store.driver import Driver, Session
 
 

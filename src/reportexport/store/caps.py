@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reportexport.records import CapChange, SourceCap
+from reportexport.core.records import CapChange, SourceCap
 from reportexport.store.driver import Driver, Session
 
 

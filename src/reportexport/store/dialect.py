@@ -11,6 +11,7 @@ databases spell differently:
 - `{names(:p)}`: the names in `:p` as a subquery (a JSON array's values; a `text[]`'s);
 - `{ids(:p)}`: the same of ids (`Codec.names` of their digits), compared as integers;
 - `{skip_locked}`: PostgreSQL's `FOR UPDATE SKIP LOCKED`; nothing on SQLite (one writer);
+- `{skip_locked_of(t)}`: the same, locking the rows of table alias `t` of a join only;
 - `{indexed_by(name)}`: SQLite's `INDEXED BY name`, for a partial index its planner would pass
   over without statistics; nothing on PostgreSQL, whose planner has them.
 
@@ -79,6 +80,7 @@ SQLITE = Dialect(
         "names": lambda a: f"(SELECT value FROM json_each({a[0]}))",
         "ids": lambda a: f"(SELECT value FROM json_each({a[0]}))",
         "skip_locked": lambda _: "",
+        "skip_locked_of": lambda _: "",
         "indexed_by": lambda a: f"INDEXED BY {a[0]}",
     },
     named_parameter=lambda name: f":{name}",
@@ -93,6 +95,7 @@ POSTGRES = Dialect(
         "names": lambda a: f"(SELECT unnest(CAST({a[0]} AS text[])))",
         "ids": lambda a: f"(SELECT unnest(CAST({a[0]} AS bigint[])))",
         "skip_locked": lambda _: "FOR UPDATE SKIP LOCKED",
+        "skip_locked_of": lambda a: f"FOR UPDATE OF {a[0]} SKIP LOCKED",
         "indexed_by": lambda _: "",
     },
     named_parameter=lambda name: f"%({name})s",

@@ -44,6 +44,12 @@ class Session(Protocol):
         can; for each, whether it returned a row."""
         ...
 
+    def together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Row]]:
+        """Run the named statements in order as one unit, sent in one message where the
+        driver can (in an autocommit session: one commit, and nothing left open by a client
+        that stops after sending it); each statement's rows."""
+        ...
+
     def serialise(self, key: str) -> None:
         """Hold back every other transaction that serialises on `key` until this one ends."""
         ...
@@ -89,6 +95,13 @@ class Driver(Protocol):
 
     def write(self) -> AbstractContextManager[Session]:
         """A write transaction (SQLite: the single writer; PostgreSQL: READ COMMITTED)."""
+        ...
+
+    def autocommit(self) -> AbstractContextManager[Session]:
+        """Statements that each commit in the round trip that sends them (PostgreSQL:
+        autocommit; SQLite, in-process: a write transaction), for a writer that must not leave
+        a transaction open if it stops right after sending one (a frozen worker would hold the
+        job's row until it wakes, beyond the reach of the reaper and of a person's cancel)."""
         ...
 
     def wait_for_change(self, timeout: float) -> bool:

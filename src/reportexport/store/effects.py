@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from reportexport.lifecycle import Effect
-from reportexport.records import (
+from reportexport.core.lifecycle import Effect
+from reportexport.core.records import (
     AuditEntry,
     ClaimedEffect,
     EffectFilter,

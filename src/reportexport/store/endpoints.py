@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reportexport.lifecycle import Effect
-from reportexport.records import AuditEntry, WebhookDelivery, WebhookEndpoint
+from reportexport.core.lifecycle import Effect
+from reportexport.core.records import AuditEntry, WebhookDelivery, WebhookEndpoint
 from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver
 from reportexport.store.errors import StoreError, UniqueViolationError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from reportexport.job_status import TransitionError
-from reportexport.outages import OutageError
+from reportexport.core.job_status import TransitionError
+from reportexport.core.outages import OutageError
 
 _GRAPH_CODE = re.compile(r"\b((?:terminal|illegal|actor):\S*)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from reportexport.records import Heartbeat
+from reportexport.core.records import Heartbeat
 from reportexport.store.driver import Driver, Row
 
 
@@ -25,12 +25,18 @@ class Heartbeats:
             "started_at": codec.moment(heartbeat.started_at),
             "active_jobs": codec.json(list(heartbeat.active_jobs)),
             "last_claim_at": self._moment(heartbeat.last_claim_at),
+            "last_poll_at": self._moment(heartbeat.last_poll_at),
             "claims_paused_until": self._moment(heartbeat.claims_paused_until),
             "pause_reason": heartbeat.pause_reason,
             "paused_sources": codec.json(list(heartbeat.paused_sources)),
         }
         with self.driver.write() as session:
             session.rows("beat", params)
+
+    def stopped(self, process: str) -> None:
+        """Record that `process` stopped cleanly (now, by the database's clock)."""
+        with self.driver.write() as session:
+            session.rows("stop_heartbeat", {"process": process})
 
     def heartbeats(self) -> list[Heartbeat]:
         """Every process's last heartbeat, most recently seen first."""
@@ -60,9 +66,11 @@ class Heartbeats:
             started_at=codec.moment_from(row["started_at"]),
             active_jobs=tuple(int(job) for job in codec.json_from(row["active_jobs"])),
             last_claim_at=when(row["last_claim_at"]),
+            last_poll_at=when(row["last_poll_at"]),
             claims_paused_until=when(row["claims_paused_until"]),
             pause_reason=row["pause_reason"],
             paused_sources=tuple(str(name) for name in codec.json_from(row["paused_sources"])),
             seen_at=when(row["seen_at"]),
+            stopped_at=when(row["stopped_at"]),
             age_seconds=float(row["age_seconds"]),
         )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from frozen_lifecycle.graph import Graph
-from reportexport.job_status import CANCELS, check_transition
-from reportexport.records import (
+from reportexport.core.job_status import CANCELS, check_transition
+from reportexport.core.records import (
     AuditEntry,
     HistoryEntry,
     Job,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reportexport.records import MetricsSnapshot
+from reportexport.core.records import MetricsSnapshot
 from reportexport.store.caps import SourceCaps
 from reportexport.store.driver import Driver, Row
 from reportexport.store.schedules import ScheduleStore

@@ -8,10 +8,10 @@ databases (how a script runs, how the inventory is read, the scratch copy) is th
 from __future__ import annotations
 
 import json
-import random
 import time
 
 from frozen_lifecycle.graph import Graph
+from reportexport.core.retry import Backoff
 from reportexport.store.definitions import Definitions, program_digest
 from reportexport.store.dialect import migration_files
 from reportexport.store.driver import SchemaDriver
@@ -33,8 +33,7 @@ from reportexport.store.schema import (
 # session that wants the table queues behind a waiting upgrade; then it tries again, after a
 # pause that grows and is jittered so that it does not keep arriving with the same worker.
 UPGRADE_ATTEMPTS = 30
-UPGRADE_FIRST_PAUSE_SECONDS = 0.2
-UPGRADE_MAX_PAUSE_SECONDS = 2.0
+UPGRADE_BACKOFF = Backoff(first=0.2, ceiling=2.0, jitter=(0.5, 1.5))
 
 
 class Schema:
@@ -105,8 +104,7 @@ class Schema:
                         "needs stayed taken (a long transaction on the job tables?) or the "
                         f"database did not answer; the last attempt: {exc}"
                     ) from exc
-                pause = min(UPGRADE_MAX_PAUSE_SECONDS, UPGRADE_FIRST_PAUSE_SECONDS * 2**attempt)
-                time.sleep(pause * random.uniform(0.5, 1.5))
+                time.sleep(UPGRADE_BACKOFF.wait(attempt + 1))
         return self.status()
 
     def _upgrade(self, migrations: list[tuple[int, str, str]], expected: Definitions) -> None:

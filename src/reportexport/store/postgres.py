@@ -9,20 +9,26 @@ the constraint names PostgreSQL reports.
 
 from __future__ import annotations
 
+import functools
+import itertools
+import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from reportexport.core.settings import default
 from reportexport.store.definitions import GRAPH_TABLES, Definitions, graph_rows, normalized
 from reportexport.store.dialect import load_queries
 from reportexport.store.driver import Row
@@ -61,7 +67,17 @@ SERVICE_GRANTS = (
     ),
     ("SELECT, UPDATE", ("job_side_effects", "source_caps")),
     ("SELECT, INSERT", ("job_downloads", "operator_audit")),
-    ("SELECT, INSERT, UPDATE, DELETE", ("heartbeats", "source_slots", "dashboard_sessions")),
+    (
+        "SELECT, INSERT, UPDATE, DELETE",
+        (
+            "heartbeats",
+            "source_slots",
+            "dashboard_sessions",
+            "groups",
+            "group_members",
+            "person_attributes",
+        ),
+    ),
     ("INSERT", ("source_caps",)),
     (
         "SELECT",
@@ -109,10 +125,66 @@ class NativeCodec:
 Connection = psycopg.Connection[dict[str, Any]]
 
 
+class ConnectionSource(Protocol):
+    """Where a driver gets the connection of a transaction: a pool, or one of its own."""
+
+    def connection(self) -> AbstractContextManager[Connection]: ...
+
+    def close(self) -> None: ...
+
+
+class OwnConnection:
+    """One connection, opened by the first use after it broke, with no pool in between.
+
+    A pool reconnects in the background with a backoff that doubles (1, 2, 4, 8 s, ...), so
+    after one restart it may miss a database that is back for only a few seconds between two.
+    What renews leases cannot wait for that: each use here tries at once, at the pace of its
+    caller. Uses are serialised; a transaction is committed on success, rolled back on error.
+    """
+
+    def __init__(self, url: str, kwargs: Mapping[str, Any]) -> None:
+        self.url = url
+        self.kwargs = dict(kwargs)
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        with self._lock:
+            conn = self._conn
+            if conn is None or conn.closed or conn.broken:
+                conn = self._conn = Connection.connect(self.url, **self.kwargs)
+            try:
+                yield conn
+            except BaseException:
+                if not conn.closed:
+                    with suppress(psycopg.Error):
+                        conn.rollback()
+                raise
+            else:
+                conn.commit()
+            finally:
+                if conn.broken or conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.close()
+                if conn.closed:
+                    self._conn = None
+                else:
+                    _transactional(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
 class PostgresSession:
-    def __init__(self, conn: Connection, queries: Mapping[str, str]) -> None:
+    def __init__(
+        self, conn: Connection, queries: Mapping[str, str], *, pipelined: bool = True
+    ) -> None:
         self.conn = conn
         self.queries = queries
+        self.pipelined = pipelined
 
     def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         cursor = self.conn.execute(self.queries[query], params or {})
@@ -128,6 +200,8 @@ class PostgresSession:
     def each(self, query: str, params: Sequence[Mapping[str, Any]]) -> list[bool]:
         if not params:
             return []
+        if not self.pipelined:  # each statement sent whole, with its Sync, and answered
+            return [self.row(query, p) is not None for p in params]
         found: list[bool] = []
         with self.conn.cursor() as cur:
             # One round trip for the batch; each statement's RETURNING is a result set.
@@ -138,8 +212,73 @@ class PostgresSession:
                     break
         return found
 
+    def together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Row]]:
+        """One simple-protocol message holding every statement: the server runs them as one
+        transaction (committed after the last when autocommit), and the client sends no part
+        of it before the rest, so a client that stops after sending it leaves no row locked
+        behind. Each statement sees the ones before it.
+
+        The statements are prepared once per connection, so they are not planned again on
+        every call: the first message that uses one starts with its `PREPARE` (which outlives
+        the message's transaction), then every statement is an `EXECUTE` with its parameters
+        bound on the client. psycopg deallocates every prepared statement of a connection
+        after a rollback; a message that finds one gone ran nothing (its transaction failed
+        whole) and is sent again with every statement prepared anew."""
+        if not statements:
+            return []
+        try:
+            return self._together(statements)
+        except psycopg.errors.InvalidSqlStatementName:
+            _PREPARED.pop(self.conn, None)
+            return self._together(statements)
+
+    def _together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Row]]:
+        prepared = _PREPARED.setdefault(self.conn, {})
+        new = [q for q in dict.fromkeys(q for q, _ in statements) if q not in prepared]
+        for query in new:  # new names: a failed message may have prepared some of them
+            prepared[query] = f"reportexport_{query}_{next(_NAMES)}"
+        parts = [f"PREPARE {prepared[q]} AS {_positional(self.queries[q])[1]}" for q in new]
+        try:
+            with psycopg.ClientCursor(self.conn) as cur:
+                for query, params in statements:
+                    names = _positional(self.queries[query])[0]
+                    values = [params[name] for name in names]
+                    marks = ", ".join(["%s"] * len(names))
+                    parts.append(cur.mogrify(f"EXECUTE {prepared[query]}({marks})", values))
+                cur.execute(";\n".join(parts).encode())
+                found: list[list[Row]] = []
+                while True:
+                    found.append(list(cur.fetchall()) if cur.description else [])
+                    if not cur.nextset():
+                        break
+        except BaseException:
+            for query in new:
+                prepared.pop(query, None)
+            raise
+        return found[len(new) :]
+
     def serialise(self, key: str) -> None:
         self.conn.execute(SERIALISE, (key,))
+
+
+# The statements `together` has prepared on each open connection, by query name.
+_PREPARED: weakref.WeakKeyDictionary[Connection, dict[str, str]] = weakref.WeakKeyDictionary()
+_NAMES = itertools.count(1)
+_PLACEHOLDER = re.compile(r"%\(([a-z_][a-z0-9_]*)\)s")
+
+
+@functools.cache
+def _positional(query: str) -> tuple[tuple[str, ...], str]:
+    """A rendered query's parameter names in order, and its text with `$n` in their places."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    text = _PLACEHOLDER.sub(number, query).replace("%%", "%").rstrip().rstrip(";")
+    return tuple(names), text
 
 
 class PostgresSchemaAccess:
@@ -177,11 +316,13 @@ class PostgresDriver:
         self,
         url: str,
         *,
-        pool_size: int = 8,
+        pool_size: int = default("db_pool_size"),
+        dedicated: bool = False,
         connect_timeout: float = 10.0,
-        lock_timeout_seconds: float = 5.0,
-        statement_timeout_seconds: float = 60.0,
+        lock_timeout_seconds: float = default("db_lock_timeout_seconds"),
+        statement_timeout_seconds: float = default("db_statement_timeout_seconds"),
     ) -> None:
+        """`dedicated`: one connection of its own instead of a pool (`OwnConnection`)."""
         self.url = url
         self.codec = NativeCodec()
         self.queries = load_queries("postgres")
@@ -198,26 +339,33 @@ class PostgresDriver:
             raise StoreUnavailableError(
                 f"cannot connect to PostgreSQL at {redact(url)}: {str(exc).strip()}"
             ) from exc
-        self.pool: ConnectionPool[Connection] = ConnectionPool(
+        kwargs: dict[str, Any] = {
+            "row_factory": dict_row,
+            "options": self.session_options,
+            "connect_timeout": self.connect_timeout,
+        }
+        self.pool: ConnectionSource = (
+            OwnConnection(url, kwargs) if dedicated else self._pool(url, pool_size, kwargs)
+        )
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listener_lock = threading.Lock()
+
+    def _pool(self, url: str, size: int, kwargs: dict[str, Any]) -> ConnectionPool[Connection]:
+        return ConnectionPool(
             url,
             min_size=1,
-            max_size=pool_size,
-            kwargs={
-                "row_factory": dict_row,
-                "options": self.session_options,
-                "connect_timeout": self.connect_timeout,
-            },
+            max_size=size,
+            kwargs=kwargs,
             connection_class=Connection,
             name="reportexport",
             # A connection is checked as it leaves the pool: after a restart, the dead ones
             # are replaced instead of failing the first transaction that gets them.
             check=ConnectionPool.check_connection,
+            reset=_transactional,
             timeout=self.connect_timeout,
             reconnect_timeout=24 * 3600,
             open=True,
         )
-        self._listener: psycopg.Connection[Any] | None = None
-        self._listener_lock = threading.Lock()
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -240,6 +388,15 @@ class PostgresDriver:
     def write(self) -> Iterator[PostgresSession]:
         with self._transaction() as conn:
             yield PostgresSession(conn, self.queries)
+
+    @contextmanager
+    def autocommit(self) -> Iterator[PostgresSession]:
+        """Each statement is sent with its Sync in one message and commits as the server runs
+        it: a client frozen after sending it holds no row lock (PostgreSQL 15 has no
+        transaction timeout that would end one). Not pipelined, for the same reason."""
+        with self._transaction() as conn:
+            conn.autocommit = True
+            yield PostgresSession(conn, self.queries, pipelined=False)
 
     @contextmanager
     def schema_access(self, *, write: bool) -> Iterator[PostgresSchemaAccess]:
@@ -345,6 +502,11 @@ class PostgresDriver:
                 self._listener.close()
                 self._listener = None
         self.pool.close()
+
+
+def _transactional(conn: Connection) -> None:
+    """A connection goes back to the pool as it came out: one transaction per `write`."""
+    conn.autocommit = False
 
 
 def _translated(exc: psycopg.Error) -> Exception:

@@ -1,7 +1,9 @@
 """The behaviour probe: does the live database enforce the fixture's graph?
 
 Inside a transaction that is always rolled back, the probe tries every (from, to, actor) move
-over every state, a word that is not a state and actors that are none or unknown, and compares
+over every state, a word that is not a state and actors that are none or unknown (an invented
+word, every actor word the installed guard compares with or the history holds, and the names a
+lax guard most often admits: `frozen_lifecycle.outside_actors`), and compares
 what the database accepts with what the **fixture** declares, not with what the SQL generator
 wrote: a generator that emits a weaker guard is caught here. For each move it accepts it checks
 the history row, the side-effect rows of a terminal state and `finished_at`; for each it refuses,
@@ -22,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frozen_lifecycle.graph import Graph
+from frozen_lifecycle.outside_actors import GUARD_DEFINITIONS, HISTORY_ACTORS, outside_actors
 from frozen_lifecycle.sql import q
-from reportexport.job_status import TransitionError, check_transition
+from reportexport.core.job_status import TransitionError, check_transition
 
 NOT_A_STATE = "probe_not_a_state"
 NOT_AN_ACTOR = "probe_not_an_actor"
@@ -49,6 +52,7 @@ class Probe:
 
     def everything(self) -> ProbeReport:
         actors: list[str | None] = [*self.graph.actors, None, NOT_AN_ACTOR]
+        actors += self._outside_actors()
         targets = [*self.graph.states, NOT_A_STATE]
         paths = self._paths()
         for source in self.graph.states:
@@ -135,9 +139,9 @@ class Probe:
         except TransitionError as expected:
             code = expected.code
             # SQLite's RAISE takes a fixed text: an unknown word reads "(not a state)".
-            readable = code.replace(NOT_A_STATE, "(not a state)").replace(
-                NOT_AN_ACTOR, "(not an actor)"
-            )
+            readable = code.replace(NOT_A_STATE, "(not a state)")
+            if actor is not None and actor not in self.graph.actors:
+                readable = readable.replace(f"actor:{actor}", "actor:(not an actor)")
             if code not in error and readable not in error:
                 self._find(f"{label}: refused with {error!r}, the fixture's code is {code!r}")
 
@@ -160,6 +164,24 @@ class Probe:
                         "actor, after an actor was set alone before"
                     )
             return
+
+    def _outside_actors(self) -> list[str]:
+        """Actor words beyond the fixture's: the installed guard's, the history's, plausible."""
+        definitions = [str(row[0]) for query in GUARD_DEFINITIONS for row in self._answer(query)]
+        history = [row[0] for row in self._answer(HISTORY_ACTORS)]
+        return list(outside_actors(self.graph, definitions, history))
+
+    def _answer(self, statement: str) -> Sequence[Sequence[Any]]:
+        """The rows of a query another dialect may not understand: none where it fails."""
+        name = f"probe_try_{next(_Savepoint.names)}"
+        self.run(f"SAVEPOINT {name}")
+        try:
+            rows = self.run(statement)
+        except Exception:  # a catalog of another dialect: nothing to read there
+            self.run(f"ROLLBACK TO SAVEPOINT {name}")
+            rows = []
+        self.run(f"RELEASE SAVEPOINT {name}")
+        return rows
 
     # -- the tables' own refusals -----------------------------------------------------------
 

@@ -2,17 +2,19 @@
 the claim is fenced by the lease token.
 
 This is the hot path: a claim returns only what the worker needs (`ClaimedJob`), a finish
-returns only whether each job moved, and a busy worker finishes and claims in one transaction.
+returns only whether each job moved. Every write a worker makes is one statement that commits
+as the server runs it (`Driver.autocommit`): a worker that stops right after sending one (a
+frozen process, a suspended machine) leaves no row locked behind it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frozen_lifecycle.graph import Graph
-from reportexport.job_status import CLAIM, check_transition
-from reportexport.records import Claim, ClaimedJob, JobId, Lease, Outcome
+from reportexport.core.job_status import CLAIM, check_transition
+from reportexport.core.records import Claim, ClaimedJob, JobId, Lease, Outcome
 from reportexport.store.driver import Driver, Row, Session
 from reportexport.store.errors import LeaseBusyError, StaleStatusError
 
@@ -44,7 +46,7 @@ class JobQueue:
     ) -> list[Claim]:
         """Up to `limit` queued jobs, owners taking turns, now running under new leases; jobs
         of `excluded_sources`, and of sources with no free slot, stay queued."""
-        with self.driver.write() as session:
+        with self.driver.autocommit() as session:
             return self._claim(session, worker, limit, lease_seconds, excluded_sources)
 
     def _claim(
@@ -57,14 +59,21 @@ class JobQueue:
     ) -> list[Claim]:
         if limit < 1:
             return []
-        params = {
+        params = self._claim_params(worker, limit, lease_seconds, excluded_sources)
+        return self._claims_of(session.rows("claim_jobs", params), worker)
+
+    def _claim_params(
+        self, worker: str, limit: int, lease_seconds: float, excluded_sources: Sequence[str]
+    ) -> dict[str, Any]:
+        return {
             "worker": worker,
             "limit": limit,
             "window": limit * CLAIM_WINDOW_FACTOR + CLAIM_WINDOW_SLACK,
             "lease": self.codec.seconds(lease_seconds),
             "excluded_sources": self.codec.names(excluded_sources),
         }
-        rows = session.rows("claim_jobs", params)
+
+    def _claims_of(self, rows: Sequence[Row], worker: str) -> list[Claim]:
         return sorted((self._claim_of(row, worker) for row in rows), key=lambda c: c.job.id)
 
     def _claim_of(self, row: Row, worker: str) -> Claim:
@@ -94,7 +103,7 @@ class JobQueue:
             "token": lease.token,
             "lease": self.codec.seconds(lease_seconds),
         }
-        with self.driver.write() as session:
+        with self.driver.autocommit() as session:
             row = session.row("extend_lease", params)
             if row is None:
                 self._locked_out(session, lease)
@@ -117,7 +126,7 @@ class JobQueue:
             "bytes": bytes_written,
             "temp_key": temp_key,
         }
-        with self.driver.write() as session:
+        with self.driver.autocommit() as session:
             if session.row("record_progress", params) is None:
                 self._locked_out(session, lease)
 
@@ -137,8 +146,11 @@ class JobQueue:
         raise LeaseBusyError(lease.job_id)
 
     def finish_jobs(self, outcomes: Sequence[Outcome]) -> list[bool]:
-        """End running jobs; one bool per outcome, False where the lease was stale."""
-        return self.finish_and_claim(outcomes, worker="", limit=0, lease_seconds=0)[0]
+        """End running jobs, each in a statement of its own that commits as it runs; one
+        bool per outcome, False where the lease was stale."""
+        self._check_outcomes(outcomes)
+        with self.driver.autocommit() as session:
+            return session.each("finish_job", [self._outcome_params(o) for o in outcomes])
 
     def finish_and_claim(
         self,
@@ -149,19 +161,31 @@ class JobQueue:
         lease_seconds: float,
         excluded_sources: Sequence[str] = (),
     ) -> tuple[list[bool], list[Claim]]:
-        """`finish_jobs` and then `claim_jobs` in one transaction: one commit per job."""
+        """`finish_jobs` and then `claim_jobs` as one unit that commits as the server runs it
+        (one message, one commit: what a worker does as an export ends and makes room); the
+        claim sees the slots the finishes gave back."""
+        self._check_outcomes(outcomes)
+        statements: list[tuple[str, Mapping[str, Any]]] = [
+            ("finish_job", self._outcome_params(o)) for o in outcomes
+        ]
+        if limit >= 1:
+            params = self._claim_params(worker, limit, lease_seconds, excluded_sources)
+            statements.append(("claim_jobs", params))
+        with self.driver.autocommit() as session:
+            results = session.together(statements)
+        finished = [bool(rows) for rows in results[: len(outcomes)]]
+        claimed = results[len(outcomes) :]
+        return finished, self._claims_of(claimed[0], worker) if claimed else []
+
+    def _check_outcomes(self, outcomes: Sequence[Outcome]) -> None:
         for outcome in outcomes:
             if outcome.to_status not in self._finishable:
                 check_transition(CLAIM.to_status, outcome.to_status, CLAIM.actor, graph=self.graph)
-        params = [self._outcome_params(o) for o in outcomes]
-        with self.driver.write() as session:
-            finished = session.each("finish_job", params)
-            return finished, self._claim(session, worker, limit, lease_seconds, excluded_sources)
 
     def reap_expired(self, worker: str, *, grace_seconds: float) -> list[JobId]:
         """Fail running jobs whose lease expired more than `grace_seconds` ago."""
         params = {"worker": worker, "grace": self.codec.seconds(-grace_seconds)}
-        with self.driver.write() as session:
+        with self.driver.autocommit() as session:
             return sorted(row["id"] for row in session.rows("reap_expired", params))
 
     def wait_for_change(self, timeout: float) -> bool:

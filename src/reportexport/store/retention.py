@@ -13,7 +13,7 @@ from __future__ import annotations
 import getpass
 from datetime import datetime
 
-from reportexport.records import Purge
+from reportexport.core.records import Purge
 from reportexport.store.driver import Driver
 
 

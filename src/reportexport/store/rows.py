@@ -8,10 +8,11 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from reportexport.records import (
+from reportexport.core.records import (
     AuditRecord,
     ClaimedJob,
     Firing,
+    Group,
     HistoryEntry,
     Job,
     Purge,
@@ -34,6 +35,7 @@ RECORDS = (
     Schedule,
     Firing,
     AuditRecord,
+    Group,
 )
 TIMESTAMP_FIELDS: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in fields(cls) if "datetime" in str(f.type)) for cls in RECORDS

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from reportexport.records import Firing, Schedule, ScheduleTotals
+from reportexport.core.records import Firing, Schedule, ScheduleTotals
 from reportexport.store.driver import Driver, Row
 from reportexport.store.errors import StoreError
 
@@ -30,9 +30,11 @@ class ScheduleStore:
         next_fire_at: datetime | None,
         created_by: str,
         max_per_owner: int,
-    ) -> Schedule | None:
-        """The new schedule, or None when its owner has `max_per_owner` already (checked in
-        the same transaction, under the owner's lock)."""
+        idempotency_key: str | None = None,
+    ) -> tuple[Schedule, bool] | None:
+        """The new schedule and True; the one an earlier request with `idempotency_key` made
+        (deleted since, or not) and False; or None when its owner has `max_per_owner` already
+        (each checked in the same transaction, under the owner's lock)."""
         params = {
             "owner": owner,
             "saved_query": saved_query,
@@ -42,14 +44,19 @@ class ScheduleStore:
             "ends_at": self._moment(ends_at),
             "next_fire_at": self._moment(next_fire_at),
             "created_by": created_by,
+            "idempotency_key": idempotency_key,
         }
         with self.driver.write() as session:
             session.serialise(f"owner:{owner}")
+            if idempotency_key is not None:
+                earlier = session.row("schedule_by_idempotency_key", params)
+                if earlier is not None:
+                    return self._schedule(earlier), False
             count = session.row("schedules_of_owner", params)
             if count is not None and int(count["n"]) >= max_per_owner:
                 return None
             row = session.row("create_schedule", params)
-        return self._schedule(row)
+        return self._schedule(row), True
 
     def get(self, schedule_id: int) -> Schedule | None:
         with self.driver.read() as session:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reportexport.records import User
+from reportexport.core.records import User
 from reportexport.store.driver import Driver
 from reportexport.store.users import token_hash
 
@@ -47,3 +47,42 @@ class DashboardSessions:
         """Drop the rows of sessions that expired or ended before `before`."""
         with self.driver.write() as session:
             session.rows("forget_sessions", {"before": self.codec.moment(before)})
+
+    def start_provider_session(
+        self,
+        session_id: str,
+        *,
+        user_id: int,
+        client: str,
+        expires_at: datetime,
+        refresh: str | None,
+        now: datetime,
+    ) -> None:
+        """A session started through the identity provider, checked with it at `now`."""
+        params = {
+            "session_hash": token_hash(session_id),
+            "user_id": user_id,
+            "client": client,
+            "expires_at": self.codec.moment(expires_at),
+            "refresh": refresh,
+            "now": self.codec.moment(now),
+        }
+        with self.driver.write() as session:
+            session.rows("start_provider_session", params)
+
+    def provider_check(self, session_id: str) -> tuple[str | None, datetime] | None:
+        """A provider session's refresh token and last check; None for a token's session."""
+        with self.driver.read() as session:
+            row = session.row("session_provider", {"session_hash": token_hash(session_id)})
+        if row is None:
+            return None
+        return row["provider_refresh"], self.codec.moment_from(row["provider_checked_at"])
+
+    def record_provider_check(self, session_id: str, *, refresh: str | None, now: datetime) -> None:
+        params = {
+            "session_hash": token_hash(session_id),
+            "refresh": refresh,
+            "now": self.codec.moment(now),
+        }
+        with self.driver.write() as session:
+            session.rows("record_provider_check", params)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from frozen_lifecycle.sql import SQLITE_EFFECTS_TRIGGER_PREFIX
+from reportexport.core.settings import default
 from reportexport.store.definitions import GRAPH_TABLES, Definitions, graph_rows, normalized
 from reportexport.store.dialect import load_queries
 from reportexport.store.driver import Row, TextCodec
@@ -66,6 +67,10 @@ class SqliteSession:
         sql = self.queries[query]
         return [self.conn.execute(sql, p).fetchone() is not None for p in params]
 
+    def together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Row]]:
+        """In this session's transaction, one after another."""
+        return [self.rows(query, params) for query, params in statements]
+
     def serialise(self, key: str) -> None:
         """Nothing to take: a write transaction is SQLite's only writer."""
 
@@ -109,7 +114,9 @@ class SqliteDriver:
     dialect = "sqlite"
     supports_truncate = False
 
-    def __init__(self, url: str, *, lock_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self, url: str, *, lock_timeout_seconds: float = default("db_lock_timeout_seconds")
+    ) -> None:
         self.url = url
         self.codec = TextCodec()
         self.queries = load_queries("sqlite")
@@ -172,6 +179,13 @@ class SqliteDriver:
     def write(self) -> Iterator[SqliteSession]:
         with self._transaction("BEGIN IMMEDIATE") as conn:
             yield SqliteSession(conn, self.queries)
+
+    @contextmanager
+    def autocommit(self) -> Iterator[SqliteSession]:
+        """A write transaction: the connection is in this process, so no client can stop
+        between a statement and its commit while the process goes on."""
+        with self.write() as session:
+            yield session
 
     @contextmanager
     def schema_access(self, *, write: bool) -> Iterator[SqliteSchemaAccess]:

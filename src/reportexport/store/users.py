@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from datetime import datetime
 
-from reportexport.records import ROLES, AuditEntry, ListedPerson, PeoplePage, User
+from reportexport.core.records import KINDS, ROLES, AuditEntry, ListedPerson, PeoplePage, User
 from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver, Row, Session
 from reportexport.store.errors import StoreError, UniqueViolationError
@@ -27,13 +27,16 @@ class Users:
         self.codec = driver.codec
 
     def add_user(
-        self, name: str, role: str, *, audit: AuditEntry | None = None
+        self, name: str, role: str, *, kind: str = "person", audit: AuditEntry | None = None
     ) -> tuple[User, str]:
-        """The new user and their token, which is shown once and never stored."""
+        """The new user (a person, or a service account) and their token, which is shown once
+        and never stored."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         token = "rxp_" + secrets.token_urlsafe(32)
-        params = {"name": name, "role": role, "token_hash": token_hash(token)}
+        params = {"name": name, "role": role, "token_hash": token_hash(token), "kind": kind}
         try:
             with self.driver.write() as session:
                 row = session.row("add_user", params)
@@ -52,6 +55,41 @@ class Users:
         with self.driver.read() as session:
             row = session.row("user_by_token_hash", {"token_hash": token_hash(token)})
         return self._user(row) if row else None
+
+    def user_by_subject(self, subject: str) -> User | None:
+        """The person the identity provider knows by `subject`."""
+        with self.driver.read() as session:
+            row = session.row("user_by_subject", {"subject": subject})
+        return self._user(row) if row else None
+
+    def add_provider_user(
+        self, name: str, *, subject: str, email: str | None, audit: AuditEntry | None = None
+    ) -> User:
+        """A person made at their first company sign-in; UserExistsError when the name is
+        taken. Their token is random and never shown."""
+        token = "rxp_" + secrets.token_urlsafe(32)
+        params = {"name": name, "token_hash": token_hash(token), "subject": subject,
+                  "email": email}  # fmt: skip
+        try:
+            with self.driver.write() as session:
+                row = session.row("add_provider_user", params)
+                if row is not None and audit is not None:
+                    write_entry(session, audit)
+        except UniqueViolationError as exc:
+            raise UserExistsError(f"a user named {name!r} already exists") from exc
+        if row is None:
+            raise StoreError("the database returned no user row")
+        return self._user(row)
+
+    def subject_of(self, user_id: int) -> str | None:
+        """The identity provider's subject of a person (None: not made by the provider)."""
+        with self.driver.read() as session:
+            row = session.row("subject_of_user", {"id": user_id})
+        return None if row is None else row["provider_subject"]
+
+    def set_email(self, user_id: int, email: str | None) -> None:
+        with self.driver.write() as session:
+            session.rows("set_user_email", {"id": user_id, "email": email})
 
     def user_by_name(self, name: str) -> User | None:
         with self.driver.read() as session:
@@ -121,6 +159,25 @@ class Users:
         with self.driver.write() as session:
             row = session.row("revoke_user", {"name": name, "now": moment})
             return self._revoked(session, row, moment, audit)
+
+    def suspend_user(
+        self, name: str, *, now: datetime, by: str, reason: str, audit: AuditEntry | None = None
+    ) -> bool:
+        """A person's token and dashboard sessions stop at once, in one transaction, until
+        they are resumed; False when there is no active, unsuspended person of that name."""
+        moment = self.codec.moment(now)
+        params = {"name": name, "now": moment, "by": by, "reason": reason}
+        with self.driver.write() as session:
+            row = session.row("suspend_user", params)
+            return self._revoked(session, row, moment, audit)
+
+    def resume_user(self, name: str, *, audit: AuditEntry | None = None) -> bool:
+        """A suspended person's token works again; False when they were not suspended."""
+        with self.driver.write() as session:
+            row = session.row("resume_user", {"name": name})
+            if row is not None and audit is not None:
+                write_entry(session, audit)
+        return row is not None
 
     @staticmethod
     def _revoked(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from reportexport.text import unsafe_text
+from reportexport.core.text import unsafe_text
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Sequence[str]]
@@ -103,10 +103,12 @@ def system_resolver(host: str, port: int) -> list[str]:
 
 
 # The form of a webhook URL, as one regular expression that registration applies and the
-# OpenAPI document publishes (ECMA-262 and Python read it alike): http or https; a host name of
-# ASCII labels, the last starting with a letter, 253 characters at most (or, where loopback and
-# private ranges are allowed, such an address: 127/8, 10/8, 172.16/12, 192.168/16, [::1]); an
-# optional port 1-65535; a path and a query of plain URL characters; no credentials, no fragment.
+# OpenAPI document publishes (ECMA-262 and Python read it alike): http or https, in any case; a
+# host name of ASCII labels, the last starting with a letter, 253 characters at most (or, where
+# loopback and private ranges are allowed, such an address: 127/8, 10/8, 172.16/12, 192.168/16,
+# [::1]); an optional port 1-65535; a path and a query of plain URL characters; no credentials,
+# no fragment.
+_SCHEME = "[Hh][Tt][Tt][Pp][Ss]?"  # schemes are case-insensitive (RFC 3986 3.1)
 _END = "(?![\\s\\S])"  # the end of the text in both dialects ($ also matches before a \n)
 _LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _TOP = "[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -132,7 +134,7 @@ DEVELOPMENT_ADDRESSES = tuple(
 def webhook_url_pattern(*, allow_private: bool) -> str:
     """The accepted form of a webhook URL (see above), anchored at both ends."""
     host = f"(?:{_NAME}|{_PRIVATE})" if allow_private else _NAME
-    return f"^https?://{host}{_PORT}{_TARGET}{_END}"
+    return f"^{_SCHEME}://{host}{_PORT}{_TARGET}{_END}"
 
 
 _FORMS = {

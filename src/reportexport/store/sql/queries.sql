@@ -97,7 +97,9 @@ RETURNING id;
 -- :excluded_sources (paused by this worker) stay queued, and so do those of a source without a
 -- free slot: its max_concurrent holds across every worker, and the slot trigger has the last
 -- word (a row it finds no slot for stays queued). Only the first :window jobs in turn order are
--- considered, so a claim costs the same with ten or a million jobs waiting.
+-- considered, so a claim costs the same with ten or a million jobs waiting. Rows another
+-- claim holds are skipped before the limit is counted: concurrent claims take the next jobs in
+-- turn order instead of coming back empty.
 WITH free_slots AS (
     SELECT c.source, count(s.slot) AS free
       FROM source_caps c
@@ -119,11 +121,11 @@ WITH free_slots AS (
       JOIN waiting w ON w.owner = c.owner
       LEFT JOIN free_slots f ON f.source = c.source
 ), picked AS (
-    SELECT id FROM jobs
-     WHERE id IN (SELECT id FROM placed WHERE free IS NULL OR place <= free
-                   ORDER BY turn, waiting, id LIMIT :limit)
-       AND status = 'queued'
-     {skip_locked}
+    SELECT j.id FROM jobs j JOIN placed p ON p.id = j.id
+     WHERE (p.free IS NULL OR p.place <= p.free) AND j.status = 'queued'
+     ORDER BY p.turn, p.waiting, j.id
+     LIMIT :limit
+     {skip_locked_of(j)}
 )
 UPDATE jobs
    SET status = 'running', change_actor = 'worker', change_worker = :worker,
@@ -355,14 +357,15 @@ ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
 SELECT * FROM webhook_deliveries WHERE job_id = :job_id ORDER BY effect, endpoint_id;
 
 -- add_user --
--- A new person with the hash of their token.
-INSERT INTO users (name, role, token_hash) VALUES (:name, :role, :token_hash)
+-- A new person (or service account) with the hash of their token.
+INSERT INTO users (name, role, token_hash, kind) VALUES (:name, :role, :token_hash, :kind)
 RETURNING *;
 
 -- user_by_token_hash --
--- The person a token belongs to, unless the token or the person was revoked.
+-- The person a token belongs to, unless the token or the person was revoked or suspended.
 SELECT * FROM users
- WHERE token_hash = :token_hash AND revoked_at IS NULL AND token_revoked_at IS NULL;
+ WHERE token_hash = :token_hash AND revoked_at IS NULL AND token_revoked_at IS NULL
+   AND suspended_at IS NULL;
 
 -- user_by_name --
 -- A person by name, revoked or not.
@@ -414,7 +417,7 @@ RETURNING id;
 SELECT u.* FROM dashboard_sessions s
   JOIN users u ON u.id = s.user_id
  WHERE s.session_hash = :session_hash AND s.ended_at IS NULL AND s.expires_at > :now
-   AND u.revoked_at IS NULL;
+   AND u.revoked_at IS NULL AND u.suspended_at IS NULL;
 
 -- end_session --
 -- Signing out ends a session for good.
@@ -492,14 +495,19 @@ SELECT {seconds_between({now}, min(created_at))} AS seconds
 -- beat --
 -- A process's heartbeat: fixed fields only, one row per process, replaced at each beat.
 INSERT INTO heartbeats (process, host, pid, kind, started_at, seen_at, active_jobs, last_claim_at,
-                        claims_paused_until, pause_reason, paused_sources)
+                        last_poll_at, claims_paused_until, pause_reason, paused_sources)
 VALUES (:process, :host, :pid, :kind, :started_at, {now}, :active_jobs, :last_claim_at,
-        :claims_paused_until, :pause_reason, :paused_sources)
+        :last_poll_at, :claims_paused_until, :pause_reason, :paused_sources)
 ON CONFLICT (process) DO UPDATE
    SET seen_at = excluded.seen_at, active_jobs = excluded.active_jobs,
-       last_claim_at = excluded.last_claim_at,
+       last_claim_at = excluded.last_claim_at, last_poll_at = excluded.last_poll_at,
        claims_paused_until = excluded.claims_paused_until,
-       pause_reason = excluded.pause_reason, paused_sources = excluded.paused_sources;
+       pause_reason = excluded.pause_reason, paused_sources = excluded.paused_sources,
+       stopped_at = NULL;
+
+-- stop_heartbeat --
+-- A process that stopped cleanly records when on its row: it is stopped, not silent.
+UPDATE heartbeats SET stopped_at = {now}, active_jobs = '[]' WHERE process = :process;
 
 -- heartbeats --
 -- Every process's last heartbeat, most recently seen first, with its age in seconds.
@@ -567,10 +575,14 @@ SELECT * FROM job_purges ORDER BY id DESC;
 -- create_schedule --
 -- A new schedule; its first firing time is computed by the caller.
 INSERT INTO schedules (owner, saved_query, parameters, cron, time_zone, ends_at, next_fire_at,
-                       created_by)
+                       created_by, idempotency_key)
 VALUES (:owner, :saved_query, :parameters, :cron, :time_zone, :ends_at, :next_fire_at,
-        :created_by)
+        :created_by, :idempotency_key)
 RETURNING *;
+
+-- schedule_by_idempotency_key --
+-- The schedule an earlier request of this owner with this key created, deleted or not.
+SELECT * FROM schedules WHERE owner = :owner AND idempotency_key = :idempotency_key;
 
 -- schedules_of_owner --
 -- How many schedules an owner has (the per-person limit).
@@ -669,3 +681,146 @@ SELECT (SELECT count(*) FROM schedules
        (SELECT count(job_id) FROM schedule_firings) AS firing_jobs,
        (SELECT count(refusal_code) FROM schedule_firings) AS firing_refusals,
        (SELECT coalesce(sum(missed), 0) FROM schedule_firings) AS missed;
+
+-- create_group --
+-- A new group (the name is unique; `everyone` is no group's name).
+INSERT INTO groups (name, description, created_by) VALUES (:name, :description, :created_by)
+ON CONFLICT (name) DO NOTHING
+RETURNING *;
+
+-- delete_group --
+-- A group goes, and its memberships with it.
+DELETE FROM groups WHERE name = :name
+RETURNING id;
+
+-- members_of_group --
+-- The names of a group's members, each once, whatever gave them the membership.
+SELECT DISTINCT u.name FROM group_members m JOIN users u ON u.id = m.user_id
+ WHERE m.group_id = (SELECT id FROM groups WHERE name = :name)
+ ORDER BY u.name;
+
+-- list_groups --
+-- Every group with its number of members, by name.
+SELECT g.*, (SELECT count(DISTINCT m.user_id) FROM group_members m WHERE m.group_id = g.id)
+            AS member_count
+  FROM groups g
+ ORDER BY g.name;
+
+-- add_member --
+-- A person joins a group, as the origin says (an operator, or the identity provider); once.
+INSERT INTO group_members (group_id, user_id, origin, added_by)
+SELECT g.id, u.id, :origin, :added_by FROM groups g, users u
+ WHERE g.name = :group_name AND u.name = :user_name
+ON CONFLICT (group_id, user_id, origin) DO NOTHING
+RETURNING group_id;
+
+-- remove_member --
+-- A person leaves a group, whatever gave them the membership.
+DELETE FROM group_members
+ WHERE group_id = (SELECT id FROM groups WHERE name = :group_name)
+   AND user_id = (SELECT id FROM users WHERE name = :user_name)
+RETURNING group_id;
+
+-- groups_of_user --
+-- The groups a person belongs to, with what gave them each membership.
+SELECT g.name, m.origin FROM group_members m
+  JOIN groups g ON g.id = m.group_id
+  JOIN users u ON u.id = m.user_id
+ WHERE u.name = :name
+ ORDER BY g.name, m.origin;
+
+-- set_attribute --
+-- A person's attribute takes a value (the last one set wins, whoever set it).
+INSERT INTO person_attributes (user_id, name, value, origin, set_by)
+SELECT id, :attribute, :value, :origin, :set_by FROM users WHERE name = :user_name
+ON CONFLICT (user_id, name) DO UPDATE
+   SET value = excluded.value, origin = excluded.origin, set_by = excluded.set_by,
+       set_at = excluded.set_at
+RETURNING user_id;
+
+-- unset_attribute --
+-- A person's attribute goes.
+DELETE FROM person_attributes
+ WHERE user_id = (SELECT id FROM users WHERE name = :user_name) AND name = :attribute
+RETURNING user_id;
+
+-- attributes_of_user --
+-- A person's attributes by name.
+SELECT a.name, a.value, a.origin FROM person_attributes a JOIN users u ON u.id = a.user_id
+ WHERE u.name = :name
+ ORDER BY a.name;
+
+-- known_attributes --
+-- The names of the attributes somebody has.
+SELECT DISTINCT name FROM person_attributes ORDER BY name;
+
+-- user_by_subject --
+-- The person the identity provider knows by this subject, revoked or not.
+SELECT * FROM users WHERE provider_subject = :subject;
+
+-- add_provider_user --
+-- A person made at their first company sign-in (their token is never shown: an operator may
+-- give them one).
+INSERT INTO users (name, role, token_hash, provider_subject, email)
+VALUES (:name, 'user', :token_hash, :subject, :email)
+RETURNING *;
+
+-- set_user_email --
+-- The e-mail address the identity provider gives now.
+UPDATE users SET email = :email WHERE id = :id
+RETURNING id;
+
+-- provider_groups_of_user --
+-- The groups the identity provider gave a person.
+SELECT g.name FROM group_members m JOIN groups g ON g.id = m.group_id
+ WHERE m.user_id = :user_id AND m.origin = 'provider'
+ ORDER BY g.name;
+
+-- remove_provider_member --
+-- The identity provider no longer says the person is in the group (an operator's membership
+-- of the same group stays).
+DELETE FROM group_members
+ WHERE group_id = (SELECT id FROM groups WHERE name = :group_name)
+   AND user_id = :user_id AND origin = 'provider'
+RETURNING group_id;
+
+-- unset_provider_attribute --
+-- An attribute the identity provider gave and no longer gives.
+DELETE FROM person_attributes
+ WHERE user_id = :user_id AND name = :attribute AND origin = 'provider'
+RETURNING user_id;
+
+-- start_provider_session --
+-- A dashboard session started through the identity provider, with its refresh token.
+INSERT INTO dashboard_sessions
+       (session_hash, user_id, client, expires_at, provider_refresh, provider_checked_at)
+VALUES (:session_hash, :user_id, :client, :expires_at, :refresh, :now)
+RETURNING id;
+
+-- session_provider --
+-- A live session's refresh token and when the identity provider was last asked (no row for a
+-- session started with a token).
+SELECT provider_refresh, provider_checked_at FROM dashboard_sessions
+ WHERE session_hash = :session_hash AND provider_checked_at IS NOT NULL AND ended_at IS NULL;
+
+-- record_provider_check --
+-- The identity provider was asked again and still lets the person in.
+UPDATE dashboard_sessions SET provider_refresh = :refresh, provider_checked_at = :now
+ WHERE session_hash = :session_hash AND ended_at IS NULL
+RETURNING id;
+
+-- subject_of_user --
+-- The identity provider's subject of a person.
+SELECT provider_subject FROM users WHERE id = :id;
+
+-- suspend_user --
+-- A person is suspended: their token and sessions stop working until they are resumed.
+UPDATE users SET suspended_at = :now, suspended_by = :by, suspend_reason = :reason
+ WHERE name = :name AND revoked_at IS NULL AND suspended_at IS NULL
+RETURNING id;
+
+-- resume_user --
+-- A suspended person's token works again (their ended sessions stay ended).
+UPDATE users SET suspended_at = NULL, suspended_by = NULL, suspend_reason = NULL
+ WHERE name = :name AND suspended_at IS NOT NULL
+RETURNING id;

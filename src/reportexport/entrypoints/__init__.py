@@ -1,0 +1,1 @@
+"""The ways in: the command line, its remote client, `serve`, the demo data."""

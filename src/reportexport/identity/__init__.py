@@ -1,0 +1,1 @@
+"""The company's identity provider, spoken to over OpenID Connect (see `provider`)."""

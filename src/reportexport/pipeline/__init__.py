@@ -1,0 +1,2 @@
+"""From a saved query to CSV in a temp object: the export itself, and the catalog checked
+against its sources."""

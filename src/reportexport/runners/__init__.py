@@ -1,0 +1,1 @@
+"""The processes' long-running parts: the worker, the effects runner, the sweeper."""

@@ -1,0 +1,296 @@
+"""The schedules' pages: "Schedule this" from the New export form, the list with each next run,
+a schedule with its next five firing times and recent firings (each with its export or why
+none was made), and pause, resume, run now and delete.
+
+Times of a schedule are shown as its own zone's clock reads them (the zone the person chose,
+their browser's by default); the page's script adds the reader's own time where it differs.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from fastapi import APIRouter, Form, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+
+from reportexport.core.parameters import ParameterError
+from reportexport.core.records import User
+from reportexport.core.text import quoted
+from reportexport.services.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    OverLimitError,
+    ServiceError,
+)
+from reportexport.services.schedules import ScheduleService
+from reportexport.web.dashboard.format import parameter_value, zoned_text
+from reportexport.web.dashboard.guards import (
+    FEED,
+    SIGNED_IN,
+    SignedIn,
+    form_router,
+    new_export_form,
+    page_of,
+    page_router,
+)
+from reportexport.web.dashboard.routes import form_again
+from reportexport.web.dashboard.sent_form import SentForm, refusal
+from reportexport.web.dashboard.ui import (
+    Pager,
+    form_fields,
+    id_of,
+    page,
+    problem_page,
+    redirect,
+)
+from reportexport.web.deps import parts
+from reportexport.web.problems import status_of
+
+router = APIRouter(include_in_schema=False)
+pages = page_router(SIGNED_IN)
+feeds = page_router(FEED)
+new_schedule_forms = form_router(new_export_form)
+schedule_forms = form_router(page_of("/schedules", "schedule_id"))
+PAGE_SIZE = 50
+
+
+def _not_found(request: Request, user: User, schedule_id: str) -> Response:
+    shown = schedule_id if len(schedule_id) <= 40 else schedule_id[:40] + "…"
+    return problem_page(
+        request,
+        user,
+        404,
+        "No such schedule",
+        f"There is no schedule {shown} for you: it does not exist, it was deleted, or it is "
+        "someone else's.",
+        actions=[("Your schedules", "/schedules"), ("Back to your exports", "/jobs")],
+    )
+
+
+# -- creating one, from the New export form ---------------------------------------------------
+
+
+@new_schedule_forms.post("/schedules/new")
+async def create(request: Request, user: SignedIn) -> Response:
+    pairs = await form_fields(request)
+    return await run_in_threadpool(_create, request, user, pairs)
+
+
+def _create(request: Request, user: User, pairs: list[tuple[str, str]]) -> Response:
+    sent = SentForm.read(pairs)
+    queries = parts(request).exports.saved_queries(user)
+    query = next((q for q in queries if q.name == sent.saved_query), None)
+    if query is None:
+        return problem_page(
+            request,
+            user,
+            404,
+            "No such saved query",
+            f"There is no saved query {quoted(sent.saved_query)}.",
+            actions=[("Choose a saved query", "/exports/new"), ("Your schedules", "/schedules")],
+        )
+    try:
+        asked = sent.schedule(query.parameters)
+        view = parts(request).schedules.create(
+            user,
+            query.name,
+            asked.parameters,
+            cron=asked.cron,
+            time_zone=asked.time_zone,
+            last_day=asked.last_day,
+            from_text=True,
+            every_problem=True,
+            idempotency_key=sent.key,
+        )
+    except (ParameterError, ServiceError) as exc:
+        refused = refusal(exc, query.parameters, scheduling=True)
+        return form_again(request, user, queries, query, sent, refused, scheduling=True)
+    schedule = view.schedule
+    if not view.created:
+        said = f"Schedule #{schedule.id} was already made by this form."
+        return redirect(request, f"/schedules/{schedule.id}", "success", said)
+    first = view.next_times[0] if view.next_times else None
+    when = f" It first runs {zoned_text(first, schedule.time_zone)}." if first else ""
+    text = f"Schedule #{schedule.id}: {view.description}.{when}"
+    return redirect(request, f"/schedules/{schedule.id}", "success", text)
+
+
+@feeds.get("/schedules/preview")
+def preview(request: Request, cron: str = "", time_zone: str = "UTC") -> Response:
+    """The cron expression in words and its next times, for the form while it is typed."""
+    try:
+        shown = parts(request).schedules.preview(cron[:200], time_zone[:64])
+    except InvalidInputError as exc:
+        return JSONResponse(
+            {"field": exc.field, "problem": exc.detail},
+            status_code=422,
+            headers={"Cache-Control": "no-store"},
+        )
+    return JSONResponse(
+        {
+            "description": shown.description,
+            "period": shown.period,
+            "time_zone": shown.time_zone,
+            "next_times": [
+                {"at": t.isoformat(), "local": zoned_text(t, shown.time_zone)}
+                for t in shown.next_times
+            ],
+        },
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+# -- the list and one schedule ---------------------------------------------------------------
+
+
+@pages.get("/schedules")
+def schedules_list(request: Request, user: SignedIn, cursor: str = "") -> Response:
+    problem = None
+    try:
+        found = parts(request).schedules.page(
+            user, before=id_of(cursor) if cursor else None, limit=PAGE_SIZE
+        )
+        views, next_cursor = found.views, found.next_cursor
+    except ServiceError as exc:
+        views, next_cursor, problem = [], None, exc.detail
+    titles = {q.name: q.title for q in parts(request).exports.saved_queries(user)}
+    return page(
+        request,
+        "schedules.html",
+        user,
+        status=422 if problem else 200,
+        views=views,
+        titles=titles,
+        problem=problem,
+        pages=Pager.of(request, next_cursor, PAGE_SIZE),
+    )
+
+
+@pages.get("/schedules/{schedule_id}")
+def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Response:
+    number = id_of(schedule_id)
+    try:
+        if number is None:
+            raise NotFoundError(f"no schedule {schedule_id[:40]}")
+        view = parts(request).schedules.show(user, number)
+    except NotFoundError:
+        return _not_found(request, user, schedule_id)
+    queries = {q.name: q for q in parts(request).exports.saved_queries(user)}
+    query = queries.get(view.schedule.saved_query)
+    return page(
+        request,
+        "schedule.html",
+        user,
+        view=view,
+        schedule=view.schedule,
+        title=query.title if query else view.schedule.saved_query,
+        in_catalog=query is not None,
+        types={n: spec.type for n, spec in query.parameters.items()} if query else {},
+        parameter_value=parameter_value,
+        run_key=secrets.token_urlsafe(16),
+    )
+
+
+# -- what people do to a schedule ------------------------------------------------------------
+
+
+@schedule_forms.post("/schedules/{schedule_id}/pause")
+def pause(request: Request, user: SignedIn, schedule_id: str) -> Response:
+    return _act(request, user, schedule_id, "pause")
+
+
+@schedule_forms.post("/schedules/{schedule_id}/resume")
+def resume(request: Request, user: SignedIn, schedule_id: str) -> Response:
+    return _act(request, user, schedule_id, "resume")
+
+
+@schedule_forms.post("/schedules/{schedule_id}/run")
+def run_now(request: Request, user: SignedIn, schedule_id: str, key: str = Form("")) -> Response:
+    return _act(request, user, schedule_id, "run", key=key)
+
+
+@schedule_forms.post("/schedules/{schedule_id}/delete")
+def delete(
+    request: Request, user: SignedIn, schedule_id: str, confirmed: str = Form("")
+) -> Response:
+    return _act(request, user, schedule_id, "delete", confirmed=confirmed)
+
+
+def _act(
+    request: Request,
+    user: User,
+    schedule_id: str,
+    action: str,
+    *,
+    key: str = "",
+    confirmed: str = "",
+) -> Response:
+    number = id_of(schedule_id)
+    if number is None:
+        return _not_found(request, user, schedule_id)
+    here = f"/schedules/{number}"
+    if action == "delete" and confirmed != "yes":
+        return page(
+            request,
+            "confirm.html",
+            user,
+            title=f"Delete schedule #{number}?",
+            detail="It never fires again and leaves the list. The exports it made stay. This "
+            "cannot be undone.",
+            action=f"{here}/delete",
+            label="Delete the schedule",
+            back=here,
+        )
+    schedules = parts(request).schedules
+    try:
+        return _done(request, user, number, action, key, schedules)
+    except NotFoundError:
+        return _not_found(request, user, schedule_id)
+    except (ConflictError, OverLimitError, InvalidInputError) as exc:
+        said = f"{exc.detail[:1].upper()}{exc.detail[1:]}."
+        if action != "run":
+            return redirect(request, here, "warning", said)
+        refused = problem_page(  # no export was made: say why, as a new export's form does
+            request,
+            user,
+            status_of(exc),
+            exc.title,
+            said,
+            actions=[(f"Back to schedule #{number}", here), ("Your exports", "/jobs")],
+        )
+        if isinstance(exc, OverLimitError):
+            refused.headers["Retry-After"] = str(exc.retry_after)
+        return refused
+
+
+def _done(
+    request: Request, user: User, number: int, action: str, key: str, schedules: ScheduleService
+) -> Response:
+    """One service call for `action`, and the page it leads to."""
+    here = f"/schedules/{number}"
+    if action == "pause":
+        schedules.pause(user, number)
+        return redirect(request, here, "success", f"Schedule #{number} is paused.")
+    if action == "resume":
+        view = schedules.resume(user, number)
+        first = view.next_times[0] if view.next_times else None
+        then = f" Its next run is {zoned_text(first, view.schedule.time_zone)}." if first else ""
+        return redirect(request, here, "success", f"Schedule #{number} fires again.{then}")
+    if action == "run":
+        made = schedules.run_now(user, number, idempotency_key=key or None)
+        job = made.job
+        text = (
+            f"Export #{job.id} runs schedule #{number} now."
+            if made.created
+            else f"Export #{job.id} was already started by this button."
+        )
+        return redirect(request, f"/jobs/{job.id}", "success", text)
+    schedules.delete(user, number)
+    return redirect(request, "/schedules", "success", f"Schedule #{number} is deleted.")
+
+
+# In this order: /schedules/preview before /schedules/{schedule_id}.
+for guarded in (feeds, pages, new_schedule_forms, schedule_forms):
+    router.include_router(guarded)
