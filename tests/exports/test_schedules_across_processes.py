@@ -107,17 +107,19 @@ def test_every_firing_makes_one_job_across_scheduler_processes(
             made = JobFilter(limit=1000)
 
             def settled() -> tuple[list[Firing], list[Job]] | None:
-                """The firings and their jobs once every job is finished; a firing taken just
-                before the delete may still be on its way to the store."""
+                """The firings and their jobs once every firing has its job or its refusal
+                and every job is finished: a firing taken just before the delete may still be
+                on its way to its job, which the delete does not stop."""
                 firings = db.schedules.firings(schedule.id, limit=1000)
                 jobs = [j for j in db.jobs.list_jobs(made).jobs if j.schedule_id == schedule.id]
+                answered = all(f.job_id is not None or f.refusal_code for f in firings)
                 finished = all(job.finished_at is not None for job in jobs)
                 made_by_firings = sorted(f.job_id for f in firings if f.job_id is not None)
                 agree = made_by_firings == sorted(job.id for job in jobs)
-                return (firings, jobs) if finished and agree else None
+                return (firings, jobs) if answered and finished and agree else None
 
             firings, jobs = wait_for(
-                settled, 120, "every firing's job to exist and finish", every=0.2,
+                settled, 120, "every firing's job or refusal, and every job finished", every=0.2,
                 detail=logs_of_all,
             )  # fmt: skip
         finally:
