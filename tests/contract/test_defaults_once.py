@@ -4,12 +4,16 @@ program gives a default to a value a setting owns.
 A parameter or field named like a setting (or ending in a setting's unit-free name, such as
 `lock_timeout` for `db_lock_timeout_seconds`) that carries its own default would silently differ
 from the setting the day one of them changes; the composition root passes the setting's value.
+Under another name, a default equal to a setting's (a number, or a `timedelta` of it in the
+setting's unit) is one too when the two names share a word (`failures_per_minute = 10` and
+`sign_in_failures_per_minute`): a coincidence of values alone (an HTTP status 200) is not.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import MISSING, fields
+from datetime import timedelta
 from pathlib import Path
 
 from reportexport.core.settings import Settings
@@ -50,6 +54,71 @@ def setting_names() -> dict[str, str]:
     return names
 
 
+# Words of a name that say nothing of what it is.
+NOT_TELLING = {"db", "max", "min", "per", "seconds", "minutes", "hours", "days", "s", "in"}
+UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
+
+
+def setting_words() -> dict[str, set[str]]:
+    """Each setting's telling words, from its name and its aliases."""
+    words = {spec.name: set(spec.name.split("_")) for spec in fields(Settings)}
+    for setting, aliases in ALIASES.items():
+        for alias in aliases:
+            words[setting] |= set(alias.split("_"))
+    return {setting: found - NOT_TELLING for setting, found in words.items()}
+
+
+def setting_values() -> dict[str, float]:
+    """Each numeric setting's default; a duration's in seconds when its name says the unit."""
+    values = {}
+    for spec in fields(Settings):
+        value = spec.default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        unit = UNITS.get(spec.name.rpartition("_")[2])
+        values[spec.name] = value * unit if unit else value
+    return values
+
+
+def literal_value(node: ast.expr) -> tuple[float, bool] | None:
+    """A default's number, and whether it is a duration (`timedelta(hours=12)`, in seconds)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "timedelta"
+        and not node.args
+        and len(node.keywords) == 1
+    ):
+        amount = literal_value(node.keywords[0].value)
+        if amount is None or node.keywords[0].arg is None:
+            return None
+        seconds = timedelta(**{node.keywords[0].arg: amount[0]}).total_seconds()
+        return seconds, True
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value, False
+
+
+def same_value_as(name: str, default: ast.expr) -> str | None:
+    """The setting whose default `default` repeats under `name`, the names sharing a word."""
+    found = literal_value(default)
+    if found is None:
+        return None
+    value, duration = found
+    words = set(name.split("_")) - NOT_TELLING
+    for setting, setting_value in setting_values().items():
+        in_seconds = setting.rpartition("_")[2] in UNITS
+        if duration and not in_seconds:
+            continue
+        if value == setting_value and words & setting_words()[setting]:
+            return setting
+    return None
+
+
 def defaults_declared_outside(source: Path) -> list[str]:
     """`path:line name=default (setting)` for each default given to a setting's value."""
     names = setting_names()
@@ -86,18 +155,21 @@ def defaults_declared_outside(source: Path) -> list[str]:
             for name, default, line in pairs:
                 if (str(relative.relative_to("reportexport")), name) in NOT_THE_SETTING:
                     continue
-                if name in names and not _is_none(default) and not _reads(default, names[name]):
-                    found.append(f"{relative}:{line} {name}={ast.unparse(default)} ({names[name]})")
+                setting = names.get(name) or same_value_as(name, default)
+                if setting and not _is_none(default) and not _reads(default, setting):
+                    found.append(f"{relative}:{line} {name}={ast.unparse(default)} ({setting})")
     return found
 
 
 def _reads(node: ast.expr, setting: str) -> bool:
-    """`default("setting")`: the value read from `Settings`, declared there."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "default"
-        and [ast.literal_eval(arg) for arg in node.args] == [setting]
+    """`default("setting")`, alone or inside the default (`timedelta(hours=default(...))`): the
+    value read from `Settings`, declared there."""
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "default"
+        and [ast.literal_eval(arg) for arg in call.args] == [setting]
+        for call in ast.walk(node)
     )
 
 
@@ -119,6 +191,10 @@ def test_a_second_default_is_found(tmp_path: Path) -> None:
         "    def __init__(self, path: str, *, lock_timeout: float = 30.0) -> None: ...\n"
         "    def reads(self, lock_timeout: float = default('db_lock_timeout_seconds')): ...\n"
         "    def misreads(self, pool_size: int = default('db_lock_timeout_seconds')): ...\n"
+        "    def limits(self, failures_per_minute: int = 10, status: int = 10): ...\n"
+        "    def lasts(self, lifetime: timedelta = timedelta(hours=12)): ...\n"
+        "    def derives(self, lifetime: timedelta = timedelta(hours=default('session_hours'))):\n"
+        "        ...\n"
     )
     (package / "links.py").write_text(
         "from dataclasses import dataclass\n"
@@ -130,5 +206,7 @@ def test_a_second_default_is_found(tmp_path: Path) -> None:
     assert defaults_declared_outside(package) == [
         "reportexport/driver.py:2 lock_timeout=30.0 (db_lock_timeout_seconds)",
         "reportexport/driver.py:4 pool_size=default('db_lock_timeout_seconds') (db_pool_size)",
+        "reportexport/driver.py:5 failures_per_minute=10 (sign_in_failures_per_minute)",
+        "reportexport/driver.py:6 lifetime=timedelta(hours=12) (session_hours)",
         "reportexport/links.py:4 link_seconds=86400 (link_seconds)",
     ]

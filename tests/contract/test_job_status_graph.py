@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from frozen_lifecycle.gate.config import load_config
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 # The function of the module under contract that checks a move: (from, to, actor) -> None.
 CHECK_TRANSITION = (load_config(REPO_ROOT).check_transition or "check_transition").rpartition(":")[

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from reportexport.core.records import User
+from reportexport.core.settings import default
 from reportexport.services.errors import InvalidInputError, OverLimitError
 from reportexport.services.people import PeopleService
 
@@ -90,14 +91,17 @@ class FailureCounter:
         return times
 
 
+SESSION_LIFETIME = timedelta(hours=default("session_hours"))
+
+
 class SessionService:
     def __init__(
         self,
         *,
         sessions: SessionStore,
         people: PeopleService,
-        lifetime: timedelta = timedelta(hours=12),
-        failures_per_minute: int = 10,
+        lifetime: timedelta = SESSION_LIFETIME,
+        failures_per_minute: int = default("sign_in_failures_per_minute"),
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         monotonic: Callable[[], float] | None = None,
         still_in: Callable[[str, User], bool] | None = None,
