@@ -235,3 +235,14 @@ def sign_in(page: Any, service: dict[str, Any], who: str = "demo") -> None:
     page.click("form button[type=submit]")
     page.wait_for_url("**/jobs")
     assert f"Signed in as {who}" in page.text_content("#flash")
+
+
+def follow(page: Any, target: Any) -> None:
+    """Click what loads another page (a link, a form's button, a confirming dialog's yes: a
+    selector or a locator) and wait until that page has loaded. A click only starts the
+    navigation: what is read right after it may still be the page before."""
+    with page.expect_navigation():
+        if isinstance(target, str):
+            page.click(target)
+        else:
+            target.click()

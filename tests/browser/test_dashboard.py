@@ -25,6 +25,7 @@ from tests.browser.pages import (
     api,
     browsing,
     fits,
+    follow,
     require_chromium,
     serving,
     shot,
@@ -158,7 +159,7 @@ def test_the_readme_walkthrough(watched: Watched, service: dict[str, Any]) -> No
     page.wait_for_url(re.compile(r".*/jobs/\d+$"))
     wait_live(page, "running")
     page.click("#live button:has-text('Cancel export')")
-    page.click("dialog >> text=Cancel the export")
+    follow(page, "dialog >> text=Cancel the export")
     page.wait_for_selector("#flash")
     assert "is canceled" in page.text_content("#flash")
     assert "canceled by its owner" in page.text_content("#timeline")
@@ -403,7 +404,7 @@ def test_an_operator_searches_sorts_and_pages_past_a_hundred(
     assert page.locator("#jobs tbody tr").count() == 100
     first_ids = page.eval_on_selector_all("tr[data-job]", "rows => rows.map(r => +r.dataset.job)")
     assert first_ids == sorted(first_ids, reverse=True)
-    page.click("#next-page")
+    follow(page, "#next-page")
     more = page.eval_on_selector_all("tr[data-job]", "rows => rows.map(r => +r.dataset.job)")
     assert more
     assert max(more) < min(first_ids)
@@ -415,7 +416,7 @@ def test_an_operator_searches_sorts_and_pages_past_a_hundred(
     page.goto("/jobs")
     page.select_option("#saved_query", label="A broken export")
     page.select_option("#status", "failed")
-    page.click("form[role=search] button[type=submit]")
+    follow(page, "form[role=search] button[type=submit]")
     titles = page.eval_on_selector_all(
         "#jobs tbody td[data-label='Saved query']", "cells => cells.map(c => c.textContent)"
     )
@@ -424,7 +425,7 @@ def test_an_operator_searches_sorts_and_pages_past_a_hundred(
     page.fill("#q", f"#{first_ids[0]}")
     page.select_option("#saved_query", "")
     page.select_option("#status", "")
-    page.click("form[role=search] button[type=submit]")
+    follow(page, "form[role=search] button[type=submit]")
     found = page.eval_on_selector_all("tr[data-job]", "rows => rows.map(r => +r.dataset.job)")
     assert found == [first_ids[0]]
     accessible(page)

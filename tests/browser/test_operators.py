@@ -29,6 +29,7 @@ from tests.browser.pages import (
     api,
     browsing,
     fits,
+    follow,
     require_chromium,
     serving,
     shot,
@@ -74,7 +75,7 @@ def effect_of(service: dict[str, Any], token: str, job_id: int, name: str) -> di
 def confirm(page: Any, button: Any, answer: str) -> None:
     """Click a destructive action's button and say yes in its dialog."""
     button.click()
-    page.click(f"dialog button:has-text('{answer}')")
+    follow(page, f"dialog button:has-text('{answer}')")
 
 
 def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
@@ -85,13 +86,13 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
         page = watched.page
         sign_in(page, service, who="operator")
         # The operator adds the person: their token is shown once.
-        page.click("nav >> text=Operators")
+        follow(page, "nav >> text=Operators")
         page.wait_for_url("**/operators")
         accessible(page)
         shot(watched, "operators-1-overview")
-        page.click(".tabs >> text=People")
+        follow(page, ".tabs >> text=People")
         page.fill("#name", person)
-        page.click("#add-person-button")
+        follow(page, "#add-person-button")
         token = page.text_content("#secret") or ""
         assert token.startswith("rxp_")
         accessible(page)
@@ -115,7 +116,7 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
             every=0.3,
         )
         # Re-drive it.
-        page.click(".tabs >> text=Side effects")
+        follow(page, ".tabs >> text=Side effects")
         row = page.locator(f"tr[data-effect='{job_id}/emit_done_webhook']")
         assert "HTTP 500" in (row.text_content() or "")
         assert "2" in (row.locator("td[data-label=Attempts]").text_content() or "")
@@ -137,7 +138,7 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
         page.goto("/operators/side-effects?show=waiting")
         accessible(page)
         # Rotate the endpoint's secret: the new one is shown once, and signs a test event.
-        page.click(".tabs >> text=Webhooks")
+        follow(page, ".tabs >> text=Webhooks")
         endpoint_row = page.locator(f"tr[data-endpoint='{endpoint['id']}']")
         assert person in (endpoint_row.text_content() or "")
         accessible(page)
@@ -151,11 +152,11 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
         accessible(page)
         fits(page)
         shot(watched, "operators-4-new-secret")
-        page.click("text=Back to webhook endpoints")
+        follow(page, "text=Back to webhook endpoints")
         assert secret not in page.content()
         before = len(receiver.received)
         endpoint_row = page.locator(f"tr[data-endpoint='{endpoint['id']}']")
-        endpoint_row.locator("button:has-text('Send a test event')").click()
+        follow(page, endpoint_row.locator("button:has-text('Send a test event')"))
         page.wait_for_selector("#flash")
         assert "took the test event (HTTP 200)" in (page.text_content("#flash") or "")
         test_event = receiver.received[before]
@@ -168,7 +169,7 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
         their_page.fill("#token", token)
         their_page.click("form button[type=submit]")
         their_page.wait_for_url("**/jobs")
-        page.click(".tabs >> text=People")
+        follow(page, ".tabs >> text=People")
         person_row = page.locator(f"tr[data-person='{person}']")
         assert "1 session" in (person_row.text_content() or "")
         confirm(page, person_row.locator("button:has-text('Revoke token')"), "Revoke the token")
@@ -188,7 +189,7 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
                             headers={"Authorization": f"Bearer {token}"})  # fmt: skip
         assert refused.status_code == 401
         # Everything the operator did is in the audit, newest first.
-        page.click(".tabs >> text=Audit")
+        follow(page, ".tabs >> text=Audit")
         actions = page.eval_on_selector_all(
             "#audit tbody tr[data-action]", "rows => rows.map(r => r.dataset.action)"
         )
@@ -199,7 +200,7 @@ def test_an_operator_redrives_rotates_and_revokes_from_the_dashboard_alone(
         accessible(page)
         fits(page)
         shot(watched, "operators-6-audit")
-        page.click(".tabs >> text=Workers")
+        follow(page, ".tabs >> text=Workers")
         assert page.locator("#workers tbody tr[data-process]").count() >= 1
         assert "serve" in (page.text_content("#workers") or "")
         accessible(page)
@@ -287,7 +288,7 @@ def test_a_user_schedules_orders_of_yesterday_every_day_at_eight_in_paris(
         accessible(page)
         fits(page)
         shot(watched, "schedules-2-schedule")
-        page.click("nav >> text=Schedules")
+        follow(page, "nav >> text=Schedules")
         row = page.locator(f"tr[data-schedule='{schedule_id}']")
         assert (row.locator("[data-field=next]").text_content() or "").strip() == wanted[0]
         accessible(page)
