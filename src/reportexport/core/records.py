@@ -194,6 +194,37 @@ class WebhookDelivery:
     delivered_at: datetime | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Delivery:
+    """One destination of one announcement (a webhook endpoint or an e-mail address), fixed
+    when the job ended, with its own attempts, backoff and giving up."""
+
+    id: int
+    job_id: JobId
+    effect: Effect
+    endpoint_id: int | None
+    address: str | None
+    created_at: datetime
+    attempts: int
+    next_attempt_at: datetime
+    last_attempt_at: datetime | None
+    last_status: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+    given_up_at: datetime | None
+    redrives: int
+
+    @property
+    def waiting(self) -> bool:
+        """Neither delivered nor given up: it will be tried again."""
+        return self.delivered_at is None and self.given_up_at is None
+
+    @property
+    def destination(self) -> str:
+        """How people name it: `endpoint 3`, `alice@example.com`."""
+        return f"endpoint {self.endpoint_id}" if self.address is None else self.address
+
+
 Role = Literal["user", "operator"]
 KINDS = ("person", "service")
 ROLES: tuple[Role, ...] = ("user", "operator")
@@ -222,6 +253,7 @@ class User(InRole):
     suspended_at: datetime | None = None  # suspended: no token, no session, until resumed
     suspended_by: str | None = None
     suspend_reason: str | None = None
+    email: str | None = None  # where their announcements by e-mail go
 
     @property
     def is_service(self) -> bool:

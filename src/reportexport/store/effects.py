@@ -66,12 +66,13 @@ class EffectStore:
     def redrive_side_effect(
         self, job_id: int, effect: Effect, *, now: datetime, audit: AuditEntry | None = None
     ) -> bool:
-        """A given-up row due again (False when it was not given up); `audit` is recorded in
-        the same transaction when it was."""
+        """A given-up row due again, with its given-up destinations (False when it was not
+        given up); `audit` is recorded in the same transaction when it was."""
         params = {"job_id": job_id, "effect": effect, "now": self.codec.moment(now)}
         with self.driver.write() as session:
             if session.row("redrive_side_effect", params) is None:
                 return False
+            session.rows("redrive_effect_deliveries", params)
             if audit is not None:
                 write_entry(session, audit)
         return True

@@ -61,6 +61,7 @@ SERVICE_GRANTS = (
             "users",
             "webhook_endpoints",
             "webhook_deliveries",
+            "deliveries",
             "schedules",
             "schedule_firings",
         ),

@@ -2,7 +2,7 @@
 
 Jobs are never deleted in normal operation (the database refuses it). Parameters may hold
 personal data, though, so a purge removes terminal jobs finished before `before` with their
-history, side-effect rows, webhook deliveries and download records, in one transaction that
+history, side-effect rows, delivery records and download records, in one transaction that
 first writes its own record; while that record is open, the database's delete guards let this
 transaction remove exactly those rows (see migrations 0009). On PostgreSQL only the tables'
 owner holds DELETE; the service role cannot purge.
@@ -35,7 +35,8 @@ class Retention:
             )
             assert started is not None
             counts = {
-                "deliveries": session.count("purge_deliveries", params),
+                "deliveries": session.count("purge_deliveries", params)
+                + session.count("purge_destination_deliveries", params),
                 "downloads": session.count("purge_downloads", params),
                 "history_rows": session.count("purge_history", params),
                 "side_effect_rows": session.count("purge_side_effects", params),

@@ -11,6 +11,7 @@ from typing import Any
 from reportexport.core.records import (
     AuditRecord,
     ClaimedJob,
+    Delivery,
     Firing,
     Group,
     HistoryEntry,
@@ -30,6 +31,7 @@ RECORDS = (
     SideEffect,
     WebhookEndpoint,
     WebhookDelivery,
+    Delivery,
     User,
     Purge,
     Schedule,

@@ -356,6 +356,54 @@ ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
 -- Every endpoint's deliveries of a job's side effects.
 SELECT * FROM webhook_deliveries WHERE job_id = :job_id ORDER BY effect, endpoint_id;
 
+-- effect_deliveries --
+-- The destinations of one announcement, fixed when its job ended, in the order they were fixed.
+SELECT * FROM deliveries WHERE job_id = :job_id AND effect = :effect ORDER BY id;
+
+-- job_deliveries --
+-- Every destination of every announcement of a job.
+SELECT * FROM deliveries WHERE job_id = :job_id ORDER BY id;
+
+-- record_delivery_attempt --
+-- One attempt at one destination, by the runner holding the announcement's claim (fenced by
+-- its token): delivered, to be tried at :next_attempt_at, or given up.
+UPDATE deliveries
+   SET attempts = attempts + 1, last_attempt_at = :now, last_status = :last_status,
+       last_error = :last_error, next_attempt_at = :next_attempt_at,
+       delivered_at = CASE WHEN CAST(:delivered AS BOOLEAN) THEN :now END,
+       given_up_at = CASE WHEN CAST(:give_up AS BOOLEAN) THEN :now END
+ WHERE id = :id AND delivered_at IS NULL AND given_up_at IS NULL
+   AND EXISTS (SELECT 1 FROM job_side_effects e
+                WHERE e.job_id = deliveries.job_id AND e.effect = deliveries.effect
+                  AND e.claim_token = :token AND e.completed_at IS NULL)
+RETURNING id;
+
+-- redrive_delivery --
+-- An operator re-drives one given-up destination: due now, with a fresh allowance of attempts.
+UPDATE deliveries
+   SET given_up_at = NULL, next_attempt_at = :now, redrives = redrives + 1
+ WHERE id = :id AND given_up_at IS NOT NULL
+RETURNING job_id, effect;
+
+-- reopen_side_effect --
+-- The announcement of a re-driven destination is due now (given up or waiting; a completed
+-- one stays completed).
+UPDATE job_side_effects SET given_up_at = NULL, next_attempt_at = :now
+ WHERE job_id = :job_id AND effect = :effect AND completed_at IS NULL
+RETURNING job_id;
+
+-- redrive_effect_deliveries --
+-- Re-driving an announcement re-drives each of its given-up destinations.
+UPDATE deliveries
+   SET given_up_at = NULL, next_attempt_at = :now, redrives = redrives + 1
+ WHERE job_id = :job_id AND effect = :effect AND given_up_at IS NOT NULL
+RETURNING id;
+
+-- given_up_deliveries --
+-- Destinations that ran out of attempts or refused for good, most recent first.
+SELECT * FROM deliveries WHERE given_up_at IS NOT NULL
+ ORDER BY given_up_at DESC, id DESC LIMIT :limit;
+
 -- add_user --
 -- A new person (or service account) with the hash of their token.
 INSERT INTO users (name, role, token_hash, kind) VALUES (:name, :role, :token_hash, :kind)
@@ -532,6 +580,10 @@ RETURNING *;
 -- Webhook deliveries of the jobs a purge removes.
 DELETE FROM webhook_deliveries
  WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
+
+-- purge_destination_deliveries --
+-- Delivery records of the jobs a purge removes.
+DELETE FROM deliveries WHERE job_id IN (SELECT id FROM jobs WHERE finished_at < :before);
 
 -- purge_downloads --
 -- Download records of the jobs a purge removes.
