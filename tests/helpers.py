@@ -499,7 +499,12 @@ def make_runner(
     **settings: Any,
 ) -> EffectsRunner:
     context = Context(
-        store=db.endpoints, objects=objects, client=http, clock=clock, allow_private=True
+        store=db.endpoints,
+        deliveries=db.deliveries,
+        objects=objects,
+        client=http,
+        clock=clock,
+        allow_private=True,
     )
     if link_seconds is not None:
         context.link_seconds = link_seconds

@@ -300,6 +300,7 @@ class Runtime:
         return ExportService(
             jobs=self.database.jobs,
             effects=self.database.effects,
+            deliveries=self.database.deliveries,
             downloads=self.database.jobs,
             firings=self.database.schedules,
             members=StoreMembers(users=self.database.users, groups=self.database.groups),
@@ -463,6 +464,7 @@ class Runtime:
         settings = self.settings
         context = Context(
             store=self.database.endpoints,
+            deliveries=self.database.deliveries,
             objects=self.objects,
             client=self._http_client(),
             allow_private=settings.webhooks_allow_private,

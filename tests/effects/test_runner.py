@@ -201,7 +201,12 @@ def test_a_private_destination_is_refused_without_the_development_setting(
     db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret=new_secret())
     job_id = failed_job(db)
     context = Context(
-        store=db.endpoints, objects=objects, client=http, clock=clock, allow_private=False
+        store=db.endpoints,
+        deliveries=db.deliveries,
+        objects=objects,
+        client=http,
+        clock=clock,
+        allow_private=False,
     )
     EffectsRunner(db, context, GRAPH, RunnerSettings(), clock=clock).run_once()
     assert receiver.received == []
@@ -290,7 +295,9 @@ def test_a_name_without_an_answer_costs_one_attempt_within_the_delivery_limit(
         owner="alice", url="https://hooks.example.com/in", secret=new_secret()
     )
     job_id = failed_job(db)
-    context = Context(store=db.endpoints, objects=objects, client=http, clock=clock)
+    context = Context(
+        store=db.endpoints, deliveries=db.deliveries, objects=objects, client=http, clock=clock
+    )
     runner = EffectsRunner(db, context, GRAPH, RunnerSettings(), clock=clock)
     started = time.monotonic()
     assert runner.run_once() == 1
@@ -326,8 +333,8 @@ def test_a_stopping_runner_leaves_what_it_has_not_sent_to_the_next_claim_unattem
         return ["127.0.0.1"]
 
     context = Context(
-        store=db.endpoints, objects=objects, client=http, clock=clock, allow_private=True,
-        resolver=resolve_then_stop, stopping=stopping,
+        store=db.endpoints, deliveries=db.deliveries, objects=objects, client=http, clock=clock,
+        allow_private=True, resolver=resolve_then_stop, stopping=stopping,
     )  # fmt: skip
     runner = EffectsRunner(db, context, GRAPH, RunnerSettings(claim_seconds=60), clock=clock)
     assert runner.run_once() == 0
@@ -338,8 +345,9 @@ def test_a_stopping_runner_leaves_what_it_has_not_sent_to_the_next_claim_unattem
     ] * 3
 
     clock.advance(61)  # the stopped runner's claims expire
-    again = Context(store=db.endpoints, objects=objects, client=http, clock=clock,
-                    allow_private=True, resolver=lambda host, port: ["127.0.0.1"])  # fmt: skip
+    again = Context(store=db.endpoints, deliveries=db.deliveries, objects=objects, client=http,
+                    clock=clock, allow_private=True,
+                    resolver=lambda host, port: ["127.0.0.1"])  # fmt: skip
     assert EffectsRunner(db, again, GRAPH, RunnerSettings(), clock=clock).run_once() == 3
     paths = [d.path for d in receiver.received]
     assert (paths.count("/hooks/first"), paths.count("/hooks/second")) == (3, 3)
@@ -347,3 +355,48 @@ def test_a_stopping_runner_leaves_what_it_has_not_sent_to_the_next_claim_unattem
     assert [d.path for d in receiver.received if d.headers["webhook-id"] == first] == [
         "/hooks/first", "/hooks/second"
     ]  # fmt: skip
+
+
+def test_each_endpoint_has_its_own_backoff_and_is_given_up_alone(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    """An endpoint that keeps failing is given up after its own attempts while the other one,
+    delivered at once, is never sent the event again; re-driving it alone sends it once more."""
+    from reportexport.runners.effects.backoff import RetryPolicy
+
+    failing = db.endpoints.add_webhook_endpoint(
+        owner="alice", url=receiver.url + "/failing", secret=new_secret()
+    )
+    db.endpoints.add_webhook_endpoint(
+        owner="alice", url=receiver.url + "/fine", secret=new_secret()
+    )
+    receiver.script = [(500, {}, 0.0), (200, {}, 0.0), (500, {}, 0.0)]
+    job_id = failed_job(db)
+    runner = make_runner(db, objects, http, clock, policy=RetryPolicy(max_attempts=2))
+    assert runner.run_once() == 1
+    bad, good = db.deliveries.job_deliveries(job_id)
+    assert (bad.endpoint_id, bad.attempts, bad.waiting) == (failing.id, 1, True)
+    assert (good.attempts, good.delivered_at is not None) == (1, True)
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert row.next_attempt_at >= bad.next_attempt_at  # due with its first waiting destination
+    assert runner.run_once() == 0
+    clock.advance(3600)
+    assert runner.run_once() == 1
+    bad, good = db.deliveries.job_deliveries(job_id)
+    assert (bad.attempts, bad.given_up_at is not None, good.attempts) == (2, True, 1)
+    row = effects_of(db, job_id)["emit_failed_webhook"]
+    assert row.given_up_at is not None
+    assert row.last_error == f"given up: endpoint {failing.id}: HTTP 500"
+    assert [d.path for d in receiver.received] == [
+        "/hooks/failing",
+        "/hooks/fine",
+        "/hooks/failing",
+    ]
+
+    assert db.deliveries.redrive_delivery(bad.id, now=clock())
+    assert runner.run_once() == 1
+    assert [d.path for d in receiver.received][3:] == ["/hooks/failing"]
+    bad, good = db.deliveries.job_deliveries(job_id)
+    assert (bad.attempts, bad.redrives, bad.delivered_at is not None) == (3, 1, True)
+    assert effects_of(db, job_id)["emit_failed_webhook"].completed_at is not None
+    assert len(set(receiver.ids())) == 1  # one event id however many attempts

@@ -93,6 +93,35 @@ def test_an_operators_cancels_and_redrive_are_audited_and_an_owners_cancel_is_no
     assert [(h.person, h.reason) for h in history] == [("olga", "canceled by an operator")]
 
 
+def test_an_operator_redrives_one_given_up_destination_alone_and_it_is_audited(
+    runtime: Runtime,
+) -> None:
+    db = runtime.database
+    db.endpoints.add_webhook_endpoint(owner="alice", url="https://a.example/h", secret="s")
+    failed = job(runtime)
+    (claim,) = db.queue.claim_jobs("w1", limit=1, lease_seconds=60)
+    db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+    now = datetime.now(UTC)
+    (claimed,) = db.effects.claim_side_effects("r", limit=10, now=now, claim_until=now)
+    (delivery,) = db.deliveries.job_deliveries(failed)
+    db.deliveries.record_delivery_attempt(
+        claimed.token, delivery.id, now=now, status=550, problem="refused", delivered=False,
+        next_attempt_at=now, give_up=True,
+    )  # fmt: skip
+    db.effects.retry_side_effect(claimed, now=now, error="x", next_attempt_at=now, give_up=True)
+    exports = runtime.exports
+    assert [d.id for d in exports.given_up_deliveries(OLGA)] == [delivery.id]
+    with pytest.raises(ForbiddenError):
+        exports.redrive_delivery(ALICE, delivery.id)
+    again = exports.redrive_delivery(OLGA, delivery.id)
+    assert (again.waiting, again.redrives) == (True, 1)
+    with pytest.raises(ConflictError):  # due again already: nothing happens, nothing is recorded
+        exports.redrive_delivery(OLGA, delivery.id)
+    assert audit(runtime) == [("olga", "redrive_delivery", str(delivery.id))]
+    effect = {e.effect: e for e in db.jobs.get_job(failed).side_effects}["emit_failed_webhook"]  # type: ignore[arg-type]
+    assert effect.given_up_at is None
+
+
 def test_bulk_cancel_cancels_what_it_can_and_says_why_not_of_the_rest(runtime: Runtime) -> None:
     exports = runtime.exports
     first, second, finished = job(runtime), job(runtime), job(runtime)

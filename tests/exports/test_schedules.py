@@ -119,7 +119,13 @@ def test_three_days_of_daily_firings_make_one_job_a_day_with_its_file_and_webhoo
     db.endpoints.add_webhook_endpoint(owner="alice", url=receiver.url, secret="whsec_" + "a" * 32)
     worker = Worker(db, catalog, objects, WorkerSettings(poll_seconds=0.05))
     with httpx.Client(timeout=5) as http:
-        context = Context(store=db.endpoints, objects=objects, client=http, allow_private=True)
+        context = Context(
+            store=db.endpoints,
+            deliveries=db.deliveries,
+            objects=objects,
+            client=http,
+            allow_private=True,
+        )
         runner = EffectsRunner(db, context, GRAPH, RunnerSettings(poll_seconds=0.05))
         worker.start()
         runner.start()

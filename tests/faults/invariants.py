@@ -93,7 +93,7 @@ class Facts:
     jobs: dict[int, dict[str, Any]]
     history: dict[int, list[dict[str, Any]]]
     side_effects: dict[int, list[dict[str, Any]]]
-    deliveries: list[dict[str, Any]]  # webhook_deliveries rows
+    deliveries: list[dict[str, Any]]  # deliveries rows of webhook endpoints
     endpoints: dict[int, str]  # endpoint id -> the receiver path it posts to
     received: list[Any]  # infra.Delivery
     objects: list[StoredObject]  # after the sweep

@@ -1076,7 +1076,7 @@ class Run:
         effects: dict[int, list[dict[str, Any]]] = {}
         for row in sql(self.url, "SELECT * FROM job_side_effects ORDER BY job_id, id"):
             effects.setdefault(row["job_id"], []).append(row)
-        deliveries = sql(self.url, "SELECT * FROM webhook_deliveries")
+        deliveries = sql(self.url, "SELECT * FROM deliveries WHERE endpoint_id IS NOT NULL")
         store = self.direct_store()
         listed = list(store.list_objects())
         by_job: dict[int, list[StoredObject]] = {}

@@ -96,8 +96,8 @@ def test_an_attempt_is_recorded_only_under_the_announcements_claim(db: Database)
     later = now + timedelta(seconds=30)
     kwargs = {"status": 500, "problem": "HTTP 500", "delivered": False,
               "next_attempt_at": later, "give_up": False}  # fmt: skip
-    assert not db.deliveries.record_delivery_attempt(stale, delivery.id, now=now, **kwargs)  # type: ignore[arg-type]
-    assert db.deliveries.record_delivery_attempt(claim, delivery.id, now=now, **kwargs)  # type: ignore[arg-type]
+    assert not db.deliveries.record_delivery_attempt(stale.token, delivery.id, now=now, **kwargs)  # type: ignore[arg-type]
+    assert db.deliveries.record_delivery_attempt(claim.token, delivery.id, now=now, **kwargs)  # type: ignore[arg-type]
     (after,) = db.deliveries.job_deliveries(job_id)
     assert (after.attempts, after.last_status, after.last_error) == (1, 500, "HTTP 500")
     assert abs(after.next_attempt_at - later) < timedelta(milliseconds=1)
@@ -114,7 +114,7 @@ def test_one_destination_is_given_up_and_redriven_alone(db: Database) -> None:
     refused, reached = db.deliveries.job_deliveries(job_id)
     for delivery, delivered in ((refused, False), (reached, True)):
         assert db.deliveries.record_delivery_attempt(
-            claim, delivery.id, now=now, status=200 if delivered else 403, problem=None,
+            claim.token, delivery.id, now=now, status=200 if delivered else 403, problem=None,
             delivered=delivered, next_attempt_at=now, give_up=not delivered,
         )  # fmt: skip
     assert db.effects.retry_side_effect(
@@ -137,7 +137,7 @@ def test_redriving_an_announcement_redrives_its_given_up_destinations(db: Databa
     claim = claimed(db, job_id, now)
     (delivery,) = db.deliveries.job_deliveries(job_id)
     assert db.deliveries.record_delivery_attempt(
-        claim, delivery.id, now=now, status=None, problem="refused", delivered=False,
+        claim.token, delivery.id, now=now, status=None, problem="refused", delivered=False,
         next_attempt_at=now, give_up=True,
     )  # fmt: skip
     db.effects.retry_side_effect(

@@ -277,6 +277,7 @@ class PeoplePage:
 # What operators do, as the audit records it (the service's method in the store's words).
 AuditAction = Literal[
     "redrive_side_effect",
+    "redrive_delivery",
     "cancel_job",
     "add_webhook_endpoint",
     "rotate_webhook_secret",
@@ -296,7 +297,7 @@ AuditAction = Literal[
     "unset_attribute",
     "download_file",
 ]
-AuditObject = Literal["side_effect", "job", "webhook_endpoint", "person", "group"]
+AuditObject = Literal["side_effect", "delivery", "job", "webhook_endpoint", "person", "group"]
 # Where a membership or an attribute came from: an operator, or the identity provider.
 Origin = Literal["operator", "provider"]
 

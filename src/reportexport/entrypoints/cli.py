@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         effect_actions,
         "given-up",
         handlers.cmd_effects_given_up,
-        "list rows that ran out of attempts",
+        "list rows that ran out of attempts, and destinations given up",
     )
     _service_options(given_up)
     redrive = _action(
@@ -176,6 +176,14 @@ def build_parser() -> argparse.ArgumentParser:
     _service_options(redrive)
     redrive.add_argument("job", type=int)
     redrive.add_argument("effect")
+    redrive_one = _action(
+        effect_actions,
+        "redrive-delivery",
+        handlers.cmd_effects_redrive_delivery,
+        "try one given-up destination of an announcement again, alone",
+    )
+    _service_options(redrive_one)
+    redrive_one.add_argument("delivery", type=int, help="its id, as `given-up` lists it")
 
     webhooks = commands.add_parser("webhooks", help="webhook endpoints")
     hook_actions = webhooks.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -251,6 +251,13 @@ def cmd_effects_given_up(runtime: Runtime, args: argparse.Namespace) -> int:
         given_up = f"{row.given_up_at:%Y-%m-%d %H:%M:%S}" if row.given_up_at else "-"
         attempts = f"{row.attempts} attempts, given up at {given_up}"
         print(f"job {row.job_id} {row.effect}: {attempts}; last problem: {row.last_error}")
+    for d in runtime.exports.given_up_deliveries(SHELL):
+        given_up = f"{d.given_up_at:%Y-%m-%d %H:%M:%S}" if d.given_up_at else "-"
+        attempts = f"{d.attempts} attempts, given up at {given_up}"
+        print(
+            f"  delivery {d.id} of job {d.job_id} {d.effect} to {printable(d.destination)}: "
+            f"{attempts}; last problem: {printable(d.last_error or '')}"
+        )
     return 0
 
 
@@ -271,6 +278,16 @@ def cmd_audit(runtime: Runtime, args: argparse.Namespace) -> int:
 def cmd_effects_redrive(runtime: Runtime, args: argparse.Namespace) -> int:
     runtime.exports.redrive(SHELL, args.job, args.effect)
     print(f"job {args.job} {args.effect}: due again")
+    return 0
+
+
+def cmd_effects_redrive_delivery(runtime: Runtime, args: argparse.Namespace) -> int:
+    """One given-up destination again, alone (`effects given-up` lists them)."""
+    delivery = runtime.exports.redrive_delivery(SHELL, args.delivery)
+    print(
+        f"delivery {delivery.id} of job {delivery.job_id} {delivery.effect} to "
+        f"{printable(delivery.destination)}: due again"
+    )
     return 0
 
 

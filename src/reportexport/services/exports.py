@@ -36,6 +36,7 @@ from reportexport.core.links import LinkError, verify_download
 from reportexport.core.parameters import ParameterError, validate
 from reportexport.core.records import (
     AuditEntry,
+    Delivery,
     Firing,
     InRole,
     Job,
@@ -62,6 +63,7 @@ from reportexport.services.errors import (
     OverLimitError,
 )
 from reportexport.store import (
+    Deliveries,
     EffectStore,
     JobNotFoundError,
     JobStore,
@@ -185,8 +187,10 @@ class ExportService:
         firings: FiringLog | None = None,
         members: MemberBook | None = None,
         audit: AuditLog | None = None,
+        deliveries: Deliveries | None = None,
     ) -> None:
         self.members = members
+        self.deliveries = deliveries
         self.audit = audit
         self.jobs = jobs
         self.firings = firings
@@ -595,6 +599,45 @@ class ExportService:
                 f"job {job_id} has no given-up side effect {quoted(effect)}",
                 title="Not given up",
             )
+
+    def redrive_delivery(self, person: Person, delivery_id: int) -> Delivery:
+        """An operator tries one given-up destination of an announcement again, alone."""
+        if not person.is_operator:
+            raise ForbiddenError("only operators re-drive side effects")
+        deliveries = self._deliveries()
+        if deliveries.get_delivery(delivery_id) is None:
+            raise NotFoundError(f"no delivery {delivery_id}")
+        audit = AuditEntry(
+            person=person.name,
+            action="redrive_delivery",
+            object_kind="delivery",
+            object_id=str(delivery_id),
+        )
+        if not deliveries.redrive_delivery(delivery_id, now=self.clock(), audit=audit):
+            raise ConflictError(
+                f"delivery {delivery_id} is not a given-up destination of an announcement "
+                "still owed",
+                title="Not given up",
+            )
+        found = deliveries.get_delivery(delivery_id)
+        assert found is not None  # delivery records are never deleted but by a purge
+        return found
+
+    def given_up_deliveries(self, person: Person, limit: int = 100) -> list[Delivery]:
+        """Destinations given up, most recent first (operators)."""
+        if not person.is_operator:
+            raise ForbiddenError("only operators see every job's side effects")
+        return self._deliveries().given_up_deliveries(limit)
+
+    def deliveries_of(self, person: Person, job_id: int) -> list[Delivery]:
+        """Where a job's announcements went: each destination with its attempts."""
+        self.job(person, job_id)
+        return self._deliveries().job_deliveries(job_id)
+
+    def _deliveries(self) -> Deliveries:
+        if self.deliveries is None:
+            raise RuntimeError("this export service was built without delivery records")
+        return self.deliveries
 
     def given_up_side_effects(self, person: Person, limit: int = 100) -> list[SideEffect]:
         """Side effects that ran out of attempts, most recent first (operators)."""

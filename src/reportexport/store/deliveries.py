@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from reportexport.core.lifecycle import Effect
-from reportexport.core.records import AuditEntry, ClaimedEffect, Delivery
+from reportexport.core.records import AuditEntry, Delivery
 from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver
 
@@ -31,6 +31,11 @@ class Deliveries:
             rows = session.rows("effect_deliveries", {"job_id": job_id, "effect": effect})
         return [self.codec.record(Delivery, row) for row in rows]
 
+    def get_delivery(self, delivery_id: int) -> Delivery | None:
+        with self.driver.read() as session:
+            row = session.row("get_delivery", {"id": delivery_id})
+        return None if row is None else self.codec.record(Delivery, row)
+
     def job_deliveries(self, job_id: int) -> list[Delivery]:
         with self.driver.read() as session:
             rows = session.rows("job_deliveries", {"job_id": job_id})
@@ -38,7 +43,7 @@ class Deliveries:
 
     def record_delivery_attempt(
         self,
-        claimed: ClaimedEffect,
+        token: int,
         delivery_id: int,
         *,
         now: datetime,
@@ -48,12 +53,13 @@ class Deliveries:
         next_attempt_at: datetime,
         give_up: bool,
     ) -> bool:
-        """One attempt at one destination; False when the claim was lost or the destination
-        was delivered or given up already (nothing is written then)."""
+        """One attempt at one destination, under the announcement's claim `token`; False when
+        the claim was lost or the destination was delivered or given up already (nothing is
+        written then)."""
         moment = self.codec.moment
         params = {
             "id": delivery_id,
-            "token": claimed.token,
+            "token": token,
             "now": moment(now),
             "last_status": status,
             "last_error": problem,

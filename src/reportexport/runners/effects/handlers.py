@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import random
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,11 +20,12 @@ import httpx
 
 from frozen_lifecycle.graph import Graph
 from reportexport.core.lifecycle import Effect, is_effect
-from reportexport.core.records import NO_ENDPOINT_NOTE, SideEffect
+from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
 from reportexport.core.settings import default
 from reportexport.objects import ObjectStore
 from reportexport.pipeline.export import verify_published
-from reportexport.store import Job, WebhookEndpoints
+from reportexport.runners.effects.backoff import RetryPolicy
+from reportexport.store import Deliveries, Job, WebhookEndpoints
 from reportexport.webhooks.resolving import within
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import signed_headers
@@ -47,16 +50,23 @@ class StoppingError(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    """Finished, or to be tried again no sooner than retry_after seconds; the note is kept."""
+    """Finished, or to be tried again no sooner than retry_after seconds; the note is kept.
+
+    A handler that keeps a backoff per destination says itself in how many seconds the row is
+    due again (`due_in`: when its first waiting destination is) or that it is given up
+    (`give_up`); the runner's policy decides otherwise."""
 
     done: bool
     note: str | None = None
     retry_after: float | None = None
+    due_in: float | None = None
+    give_up: bool = False
 
 
 @dataclass(kw_only=True)
 class Context:
     store: WebhookEndpoints
+    deliveries: Deliveries
     objects: ObjectStore
     client: httpx.Client
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
@@ -67,6 +77,9 @@ class Context:
     link_seconds: int = default("link_seconds")
     # Set when the runner stops: a handler with several deliveries to make stops between them.
     stopping: threading.Event = field(default_factory=threading.Event)
+    # Each destination's backoff (the runner puts its own policy and random source here).
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    rng: random.Random = field(default_factory=random.Random)
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -158,46 +171,105 @@ def event_payload(ctx: Context, job: Job, event_type: str, now: datetime) -> dic
 
 
 def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcome:
+    """Try each destination of the announcement that is due, each with its own backoff; the
+    row is due again when the first waiting destination is, and given up when none waits and
+    one that still exists was given up."""
     now = ctx.clock()
-    endpoints = ctx.store.webhook_endpoints_for(job.owner)
-    done = {
-        d.endpoint_id
-        for d in ctx.store.webhook_deliveries(job.id)
-        if d.effect == effect.effect and d.delivered_at is not None
-    }
-    pending = [e for e in endpoints if e.id not in done]
-    if not pending:
-        return Outcome(done=True, note=None if endpoints or done else NO_ENDPOINT_NOTE)
-    body = json.dumps(event_payload(ctx, job, event_type, now), separators=(",", ":"))
-    failures: list[str] = []
-    retry_after: float | None = None
-    for endpoint in pending:
-        if ctx.stopping.is_set():
-            raise StoppingError(f"stopped before delivering to endpoint {endpoint.id}")
-        try:
-            destination = check_destination(
-                endpoint.url, resolver=ctx.resolver, allow_private=ctx.allow_private
-            )
-        except UnsafeDestinationError as exc:
-            ctx.store.record_delivery(job.id, effect.effect, endpoint.id, now=now, status=None,
-                                      error=str(exc), delivered=False)  # fmt: skip
-            failures.append(f"endpoint {endpoint.id}: {exc}")
+    deliveries = ctx.deliveries.effect_deliveries(job.id, effect.effect)
+    if not deliveries:
+        return Outcome(done=True, note=NO_ENDPOINT_NOTE)
+    body: str | None = None
+    for delivery in deliveries:
+        if not delivery.waiting or delivery.next_attempt_at > now:
             continue
-        headers = signed_headers(
-            endpoint.secrets(now), message_id(job.id, effect.effect), now, body
+        if ctx.stopping.is_set():
+            raise StoppingError(f"stopped before delivering to {delivery.destination}")
+        if delivery.endpoint_id is not None:
+            if body is None:
+                body = json.dumps(event_payload(ctx, job, event_type, now), separators=(",", ":"))
+            attempt = _to_endpoint(ctx, job, effect, delivery.endpoint_id, body, now)
+        else:
+            attempt = Attempt(problem="e-mail is not set up here (no SMTP host)")
+        attempts = delivery.attempts + 1
+        give_up = not attempt.delivered and (
+            attempt.refused or ctx.policy.gives_up(attempts, delivery.redrives)
         )
-        response = send(ctx.client, destination, headers, body)
-        ctx.store.record_delivery(job.id, effect.effect, endpoint.id, now=now,
-                                  status=response.status, error=response.error,
-                                  delivered=response.ok)  # fmt: skip
-        if response.gone:
-            ctx.store.disable_webhook_endpoint(
-                endpoint.id, now=now, reason="the receiver answered 410 Gone"
-            )
-        elif not response.ok:
-            failures.append(f"endpoint {endpoint.id}: {response.error}")
-            if response.retry_after is not None:
-                retry_after = max(retry_after or 0.0, response.retry_after)
-    if failures:
-        return Outcome(done=False, note="; ".join(failures)[:1000], retry_after=retry_after)
+        delay = ctx.policy.delay(attempts, ctx.rng, attempt.retry_after)
+        ctx.deliveries.record_delivery_attempt(
+            effect.claim_token, delivery.id, now=now, status=attempt.status,
+            problem=attempt.problem, delivered=attempt.delivered,
+            next_attempt_at=now + timedelta(seconds=delay), give_up=give_up,
+        )  # fmt: skip
+        if give_up:
+            log.error("job %s: %s to %s given up after %s attempts: %s", job.id, effect.effect,
+                      delivery.destination, attempts, attempt.problem,
+                      extra={"job_id": job.id, "effect": effect.effect})  # fmt: skip
+    return _summary(ctx, ctx.deliveries.effect_deliveries(job.id, effect.effect), now)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One try at one destination: delivered, or a problem, refused for good or not."""
+
+    delivered: bool = False
+    status: int | None = None
+    problem: str | None = None
+    refused: bool = False  # a permanent refusal: given up at once, alone
+    retry_after: float | None = None
+
+
+def _to_endpoint(
+    ctx: Context, job: Job, effect: SideEffect, endpoint_id: int, body: str, now: datetime
+) -> Attempt:
+    endpoint = ctx.store.get_webhook_endpoint(endpoint_id)
+    if endpoint.disabled_at is not None:
+        return Attempt(problem="the endpoint was removed", refused=True)
+    try:
+        destination = check_destination(
+            endpoint.url, resolver=ctx.resolver, allow_private=ctx.allow_private
+        )
+    except UnsafeDestinationError as exc:
+        return Attempt(problem=str(exc))
+    headers = signed_headers(endpoint.secrets(now), message_id(job.id, effect.effect), now, body)
+    response = send(ctx.client, destination, headers, body)
+    if response.gone:
+        ctx.store.disable_webhook_endpoint(
+            endpoint.id, now=now, reason="the receiver answered 410 Gone"
+        )
+        return Attempt(status=response.status, problem="HTTP 410: the endpoint is gone",
+                       refused=True)  # fmt: skip
+    return Attempt(
+        delivered=response.ok,
+        status=response.status,
+        problem=response.error,
+        retry_after=response.retry_after,
+    )
+
+
+def _summary(ctx: Context, deliveries: list[Delivery], now: datetime) -> Outcome:
+    waiting = [d for d in deliveries if d.waiting]
+    if waiting:
+        problems = "; ".join(f"{d.destination}: {d.last_error}" for d in waiting if d.last_error)
+        return Outcome(
+            done=False,
+            note=problems[:1000] or None,
+            due_in=_whole_milliseconds(min(d.next_attempt_at for d in waiting) - now),
+        )
+    given_up = [d for d in deliveries if d.given_up_at is not None and not _gone(ctx, d)]
+    if given_up:
+        problems = "; ".join(f"{d.destination}: {d.last_error}" for d in given_up)
+        return Outcome(done=False, note=f"given up: {problems}"[:1000], give_up=True)
     return Outcome(done=True)
+
+
+def _whole_milliseconds(gap: timedelta) -> float:
+    """A gap rounded up to what a SQLite job store keeps (milliseconds), never below zero: the
+    row is due no sooner than its first destination, read back truncated."""
+    return max(0.0, math.ceil(gap.total_seconds() * 1000) / 1000)
+
+
+def _gone(ctx: Context, delivery: Delivery) -> bool:
+    """A destination that no longer exists (a removed endpoint) holds nothing open."""
+    if delivery.endpoint_id is None:
+        return False
+    return ctx.store.get_webhook_endpoint(delivery.endpoint_id).disabled_at is not None

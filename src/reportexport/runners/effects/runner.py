@@ -86,6 +86,9 @@ class EffectsRunner:
         self.handlers = handlers
         self.clock = clock or context.clock
         self.rng = rng or random.Random()
+        # Handlers that keep a backoff per destination use the runner's own.
+        context.policy = self.settings.policy
+        context.rng = self.rng
         self.started_at = datetime.now(UTC)
         self._stop = context.stopping  # handlers see the runner stopping
         self._crashed = threading.Event()
@@ -180,13 +183,18 @@ class EffectsRunner:
             self.effects.complete_side_effect(claimed, now=now, note=outcome.note)
             return
         attempts = effect.attempts + 1
-        give_up = self.settings.policy.gives_up(attempts, effect.redrives)
-        delay = self.settings.policy.delay(attempts, self.rng, outcome.retry_after)
+        if outcome.due_in is not None or outcome.give_up:
+            give_up = outcome.give_up
+            next_attempt_at = now + timedelta(seconds=outcome.due_in or 0.0)
+        else:
+            give_up = self.settings.policy.gives_up(attempts, effect.redrives)
+            delay = self.settings.policy.delay(attempts, self.rng, outcome.retry_after)
+            next_attempt_at = now + timedelta(seconds=delay)
         self.effects.retry_side_effect(
             claimed,
             now=now,
             error=outcome.note or "failed",
-            next_attempt_at=now + timedelta(seconds=delay),
+            next_attempt_at=next_attempt_at,
             give_up=give_up,
         )
         if give_up:

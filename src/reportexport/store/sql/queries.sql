@@ -360,6 +360,10 @@ SELECT * FROM webhook_deliveries WHERE job_id = :job_id ORDER BY effect, endpoin
 -- The destinations of one announcement, fixed when its job ended, in the order they were fixed.
 SELECT * FROM deliveries WHERE job_id = :job_id AND effect = :effect ORDER BY id;
 
+-- get_delivery --
+-- One destination of an announcement by id.
+SELECT * FROM deliveries WHERE id = :id;
+
 -- job_deliveries --
 -- Every destination of every announcement of a job.
 SELECT * FROM deliveries WHERE job_id = :job_id ORDER BY id;
