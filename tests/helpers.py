@@ -511,8 +511,10 @@ def make_runner(
     return EffectsRunner(db, context, GRAPH, RunnerSettings(**settings), clock=clock)
 
 
-def succeeded_job(db: Database, objects: ObjectStore, owner: str = "alice") -> int:
-    job = db.jobs.create_job(new_job(owner=owner))[0]
+def succeeded_job(
+    db: Database, objects: ObjectStore, owner: str = "alice", **fields: object
+) -> int:
+    job = db.jobs.create_job(new_job(owner=owner, **fields))[0]
     (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
     key = final_key(job.id, "orders.csv")
     temp = objects.create_temp(job.id, claim.lease.token, key)
@@ -529,8 +531,8 @@ def succeeded_job(db: Database, objects: ObjectStore, owner: str = "alice") -> i
     return job.id
 
 
-def failed_job(db: Database, owner: str = "alice") -> int:
-    job = db.jobs.create_job(new_job(owner=owner))[0]
+def failed_job(db: Database, owner: str = "alice", **fields: object) -> int:
+    job = db.jobs.create_job(new_job(owner=owner, **fields))[0]
     (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
     outcome = Outcome(lease=claim.lease, to_status="failed", error_code="query_error",
                       error_message="column x does not exist")  # fmt: skip

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     import httpx
     from fastapi import FastAPI
 
+    from reportexport.mail.smtp import SmtpServer
     from reportexport.runners.effects.runner import EffectsRunner
     from reportexport.runners.sweeper import SweepReport
     from reportexport.runners.worker import Worker
@@ -470,6 +471,7 @@ class Runtime:
             allow_private=settings.webhooks_allow_private,
             public_url=settings.public_url,
             link_seconds=settings.link_seconds,
+            mail=self.smtp_server(),
         )
         try:
             return EffectsRunner(
@@ -484,6 +486,26 @@ class Runtime:
                 restart_loops=restart_loops,
             )
         except RuntimeError as exc:  # a handler missing for a fixture effect, or the reverse
+            raise SetupError(str(exc)) from None
+
+    def smtp_server(self) -> SmtpServer | None:
+        """Where announcements by e-mail go out; None when `smtp_host` is empty."""
+        from reportexport.mail.smtp import SmtpServer
+
+        settings = self.settings
+        if not settings.smtp_host:
+            return None
+        try:
+            return SmtpServer(
+                host=settings.smtp_host,
+                port=settings.smtp_port,
+                security=settings.smtp_security,
+                user=settings.smtp_user,
+                password=settings.smtp_password,
+                sender=settings.smtp_from,
+                timeout_seconds=settings.smtp_timeout_seconds,
+            )
+        except ValueError as exc:
             raise SetupError(str(exc)) from None
 
     def app(self, *, troubles: Callable[[], list[str]] = list) -> FastAPI:

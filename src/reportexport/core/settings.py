@@ -121,6 +121,36 @@ class Settings:
     effects_max_attempts: int = field(
         default=8, metadata=_about("attempts before a side effect is given up", minimum=1)
     )
+    # -- announcements by e-mail ----------------------------------------------------------------
+    smtp_host: str = field(
+        default="",
+        metadata=_about("the SMTP server announcements by e-mail go through (empty: no e-mail)"),
+    )
+    smtp_port: int = field(
+        default=587,
+        metadata=_about("its port (587 with starttls, 465 with tls)", minimum=1, maximum=65535),
+    )
+    smtp_security: str = field(
+        default="starttls",
+        metadata=_about(
+            "how the connection is secured: starttls (upgraded), tls (from the start) or none "
+            "(a relay on loopback only)"
+        ),
+    )
+    smtp_user: str = field(
+        default="", metadata=_about("the SMTP user name (empty: no authentication)")
+    )
+    smtp_password: str = field(default="", metadata=_about("the SMTP user's password"))
+    smtp_from: str = field(
+        default="",
+        metadata=_about(
+            "the From address of announcements (reports@example.com); needed for e-mail"
+        ),
+    )
+    smtp_timeout_seconds: float = field(
+        default=20.0,
+        metadata=_about("longest wait for the SMTP server at each step of a sending", minimum=1),
+    )
     # -- the HTTP service -----------------------------------------------------------------------
     host: str = field(default="127.0.0.1", metadata=_about("address `serve` listens on"))
     port: int = field(

@@ -22,6 +22,9 @@ from frozen_lifecycle.graph import Graph
 from reportexport.core.lifecycle import Effect, is_effect
 from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
 from reportexport.core.settings import default
+from reportexport.mail.message import Announcement, build_message
+from reportexport.mail.smtp import SmtpServer
+from reportexport.mail.smtp import send as send_mail
 from reportexport.objects import ObjectStore
 from reportexport.pipeline.export import verify_published
 from reportexport.runners.effects.backoff import RetryPolicy
@@ -80,6 +83,8 @@ class Context:
     # Each destination's backoff (the runner puts its own policy and random source here).
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     rng: random.Random = field(default_factory=random.Random)
+    # Where announcements by e-mail go out (None: e-mail is not set up; they wait).
+    mail: SmtpServer | None = None
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -189,7 +194,7 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
                 body = json.dumps(event_payload(ctx, job, event_type, now), separators=(",", ":"))
             attempt = _to_endpoint(ctx, job, effect, delivery.endpoint_id, body, now)
         else:
-            attempt = Attempt(problem="e-mail is not set up here (no SMTP host)")
+            attempt = _to_address(ctx, job, effect, delivery.address or "", event_type, now)
         attempts = delivery.attempts + 1
         give_up = not attempt.delivered and (
             attempt.refused or ctx.policy.gives_up(attempts, delivery.redrives)
@@ -243,6 +248,39 @@ def _to_endpoint(
         status=response.status,
         problem=response.error,
         retry_after=response.retry_after,
+    )
+
+
+def _to_address(
+    ctx: Context, job: Job, effect: SideEffect, address: str, event_type: str, now: datetime
+) -> Attempt:
+    if ctx.mail is None:
+        return Attempt(problem="e-mail is not set up here (smtp_host and smtp_from are empty)")
+    message = build_message(
+        announcement(ctx, job, effect, succeeded=event_type == "export.succeeded"),
+        sender=ctx.mail.sender,
+        recipient=address,
+        sent_at=now,
+    )
+    sent = send_mail(ctx.mail, message, address)
+    return Attempt(delivered=sent.delivered, status=sent.code, problem=sent.problem,
+                   refused=sent.refused)  # fmt: skip
+
+
+def announcement(ctx: Context, job: Job, effect: SideEffect, *, succeeded: bool) -> Announcement:
+    """What an e-mail says about `job`, with a link to its page on the dashboard."""
+    title = job.options.get("title")
+    return Announcement(
+        job_id=job.id,
+        effect=effect.effect,
+        succeeded=succeeded,
+        title=str(title or job.saved_query),
+        parameters=dict(job.parameters),
+        job_url=f"{ctx.public_url.rstrip('/')}/jobs/{job.id}",
+        finished_at=job.finished_at,
+        rows=job.object_rows,
+        file_name=job.file_name,
+        reason=job.error_message or job.error_code,
     )
 
 

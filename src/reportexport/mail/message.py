@@ -1,0 +1,127 @@
+"""One announcement as an e-mail: a plain-text part and an HTML part saying the same.
+
+Every value that came from a person (a saved query's title, parameter values, an error
+message) is escaped for HTML in the HTML part, and reduced to one line of printable text in a
+header (a newline in a parameter value cannot start a header of its own). The `Message-ID` is
+the same for every copy of one announcement to one address, so a copy sent again after a
+runner died before recording the first is recognisable. No tracking: no images, no links but
+the one to the job's page on the dashboard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime
+from typing import Any
+
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: what could end
+# a header line or hide in one.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+MAX_HEADER_VALUE = 200
+
+
+@dataclass(frozen=True, kw_only=True)
+class Announcement:
+    """What an e-mail says about a job that ended."""
+
+    job_id: int
+    effect: str  # the side effect announcing it (one Message-ID per effect and address)
+    succeeded: bool
+    title: str  # the saved query's title
+    parameters: Mapping[str, Any]
+    job_url: str  # the job's page on the dashboard
+    finished_at: datetime | None = None
+    rows: int | None = None
+    file_name: str | None = None
+    reason: str | None = None  # why it failed, in words
+
+
+def one_line(text: str, limit: int = MAX_HEADER_VALUE) -> str:
+    """`text` as one line of printable text, fit for a header."""
+    flat = " ".join(_UNPRINTABLE.sub(" ", text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def subject(announcement: Announcement) -> str:
+    """`Orders of one day — 2026-12-02 — ready` (or `— failed`)."""
+    values = ", ".join(str(value) for value in announcement.parameters.values())
+    outcome = "ready" if announcement.succeeded else "failed"
+    parts = [announcement.title, values, outcome] if values else [announcement.title, outcome]
+    return one_line(" — ".join(parts))
+
+
+def message_id(job_id: int, effect: str, address: str, domain: str) -> str:
+    """The same for every copy of one announcement to one address."""
+    who = hashlib.sha256(address.strip().lower().encode()).hexdigest()[:16]
+    return f"<reportexport.{job_id}.{effect}.{who}@{domain}>"
+
+
+def build_message(
+    announcement: Announcement, *, sender: str, recipient: str, sent_at: datetime
+) -> EmailMessage:
+    """The e-mail for `recipient`, from `sender` (whose domain names the Message-ID)."""
+    message = EmailMessage(policy=SMTP)
+    message["From"] = one_line(sender)
+    message["To"] = one_line(recipient)
+    message["Subject"] = subject(announcement)
+    message["Date"] = format_datetime(sent_at)
+    domain = sender.rpartition("@")[2] or "reportexport.invalid"
+    message["Message-ID"] = message_id(
+        announcement.job_id, announcement.effect, recipient, one_line(domain)
+    )
+    message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no automatic replies
+    message.set_content(_text(announcement))
+    message.add_alternative(_html(announcement), subtype="html")
+    return message
+
+
+def _facts(announcement: Announcement) -> list[tuple[str, str]]:
+    facts = [(str(name), str(value)) for name, value in announcement.parameters.items()]
+    if announcement.succeeded and announcement.rows is not None:
+        facts.append(("rows", f"{announcement.rows:,}"))
+    if announcement.succeeded and announcement.file_name:
+        facts.append(("file", announcement.file_name))
+    if not announcement.succeeded and announcement.reason:
+        facts.append(("reason", announcement.reason))
+    return facts
+
+
+def _headline(announcement: Announcement) -> str:
+    if announcement.succeeded:
+        return f"Your export {announcement.title} is ready."
+    return f"Your export {announcement.title} did not succeed."
+
+
+def _text(announcement: Announcement) -> str:
+    lines = [_headline(announcement), ""]
+    lines += [f"  {name}: {value}" for name, value in _facts(announcement)]
+    lines += [
+        "",
+        f"Open it: {announcement.job_url}",
+        "",
+        "You asked to be told by e-mail when this export ends.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _html(announcement: Announcement) -> str:
+    e = html.escape
+    rows = "".join(
+        f'<tr><th scope="row" align="left">{e(name)}</th><td>{e(value)}</td></tr>'
+        for name, value in _facts(announcement)
+    )
+    return (
+        "<!doctype html>\n<html><body>\n"
+        f"<p>{e(_headline(announcement))}</p>\n"
+        f"<table>{rows}</table>\n"
+        f'<p><a href="{e(announcement.job_url, quote=True)}">Open the export</a></p>\n'
+        "<p>You asked to be told by e-mail when this export ends.</p>\n"
+        "</body></html>\n"
+    )

@@ -1,0 +1,241 @@
+"""Announcements by e-mail through a real SMTP server on loopback (aiosmtpd): the messages are
+received and parsed; a refused address is given up alone; a copy sent again after a runner died
+before recording the first carries the same Message-ID; values arrive inert."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from typing import Any
+
+import httpx
+import pytest
+
+from reportexport.mail.message import Announcement, build_message, one_line, subject
+from reportexport.mail.smtp import SmtpServer
+from reportexport.objects import ObjectStore
+from reportexport.runners.effects.runner import EffectsRunner
+from reportexport.store import Database
+from reportexport.webhooks.signing import new_secret
+from tests.effects.receiver import Receiver
+from tests.effects.smtp_server import Mailbox, running_mailbox
+from tests.helpers import Clock, failed_job, make_runner, succeeded_job
+
+ALICE = "alice@example.com"
+ORDERS = {"title": "Orders of one day", "notify": True}
+DAY = {"day": "2026-12-02"}
+
+
+@pytest.fixture
+def mailbox() -> Iterator[Mailbox]:
+    with running_mailbox(Mailbox()) as running:
+        yield running
+
+
+@pytest.fixture
+def alice(db: Database) -> str:
+    person, _ = db.users.add_user("alice", "user")
+    db.users.set_email(person.id, ALICE)
+    return ALICE
+
+
+def mail_runner(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    **settings: Any,
+) -> EffectsRunner:  # fmt: skip
+    runner = make_runner(db, objects, http, clock, **settings)
+    runner.context.mail = SmtpServer(
+        host=mailbox.host, port=mailbox.port, security="none", user="", password="",
+        sender="reports@example.com", timeout_seconds=10,
+    )  # fmt: skip
+    return runner
+
+
+def parts(message: EmailMessage) -> tuple[str, str]:
+    text = message.get_body(preferencelist=("plain",))
+    markup = message.get_body(preferencelist=("html",))
+    assert text is not None
+    assert markup is not None
+    return str(text.get_content()), str(markup.get_content())
+
+
+def test_an_export_that_ends_mails_its_owner_a_text_and_an_html_part(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    job_id = succeeded_job(db, objects, options=ORDERS, parameters=DAY)
+    assert mail_runner(db, objects, http, clock, mailbox).run_once() == 2
+    (message,) = mailbox.messages_to(alice)
+    assert message["Subject"] == "Orders of one day — 2026-12-02 — ready"
+    assert (message["From"], message["To"]) == ("reports@example.com", alice)
+    assert message["Message-ID"].startswith(f"<reportexport.{job_id}.emit_done_webhook.")
+    assert message["Message-ID"].endswith("@example.com>")
+    assert message["Auto-Submitted"] == "auto-generated"
+    text, markup = parts(message)
+    assert "Your export Orders of one day is ready." in text
+    assert "day: 2026-12-02" in text
+    assert "rows: 1" in text
+    assert "file: orders.csv" in text
+    assert f"http://127.0.0.1:8000/jobs/{job_id}" in text
+    assert f'<a href="http://127.0.0.1:8000/jobs/{job_id}">' in markup
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.address, delivery.attempts, delivery.last_status) == (alice, 1, 250)
+    assert delivery.delivered_at is not None
+    effects = {e.effect: e for e in db.jobs.get_job(job_id).side_effects}  # type: ignore[arg-type]
+    assert effects["emit_done_webhook"].completed_at is not None
+
+
+def test_a_failed_export_mails_the_reason(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    failed_job(db, options=ORDERS, parameters=DAY)
+    mail_runner(db, objects, http, clock, mailbox).run_once()
+    (message,) = mailbox.messages_to(alice)
+    assert message["Subject"] == "Orders of one day — 2026-12-02 — failed"
+    text, _ = parts(message)
+    assert "did not succeed" in text
+    assert "reason: column x does not exist" in text
+
+
+def test_a_refused_address_is_given_up_alone_while_the_other_destinations_are_delivered(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    receiver: Receiver, alice: str,
+) -> None:  # fmt: skip
+    """A 5xx at RCPT is for good: that address is given up at its first attempt, the webhook
+    endpoint gets its event, and the side effect shows the given-up address to operators."""
+    endpoint = db.endpoints.add_webhook_endpoint(
+        owner="alice", url=receiver.url, secret=new_secret()
+    )
+    mailbox.refused.add(alice)
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    assert runner.run_once() == 1
+    hook, mail = db.deliveries.job_deliveries(job_id)
+    assert (hook.endpoint_id, hook.delivered_at is not None) == (endpoint.id, True)
+    assert (mail.address, mail.attempts, mail.last_status) == (alice, 1, 550)
+    assert mail.given_up_at is not None
+    assert mail.last_error == "SMTP 550: 5.1.1 no such mailbox here"
+    assert mailbox.received == []
+    assert len(receiver.received) == 1
+    row = {e.effect: e for e in db.jobs.get_job(job_id).side_effects}["emit_failed_webhook"]  # type: ignore[arg-type]
+    assert row.given_up_at is not None
+    assert row.last_error == f"given up: {alice}: SMTP 550: 5.1.1 no such mailbox here"
+    clock.advance(24 * 3600)
+    assert runner.run_once() == 0  # given up: not tried again
+
+    mailbox.refused.clear()  # the mailbox exists now: an operator re-drives that address alone
+    assert db.deliveries.redrive_delivery(mail.id, now=clock())
+    assert runner.run_once() == 1
+    assert len(mailbox.messages_to(alice)) == 1
+    assert len(receiver.received) == 1
+
+
+def test_a_server_that_does_not_answer_costs_an_attempt_and_is_tried_again(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    up = runner.context.mail
+    assert up is not None
+    with running_mailbox(Mailbox()) as gone:  # a port nobody listens on once it stops
+        port = gone.port
+    runner.context.mail = SmtpServer(**{**up.__dict__, "port": port})
+    runner.run_once()
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.waiting) == (1, True)
+    assert "ConnectionRefusedError" in (delivery.last_error or "")
+    runner.context.mail = up
+    clock.advance(3600)
+    assert runner.run_once() == 1
+    assert len(mailbox.messages_to(alice)) == 1
+
+
+def test_a_copy_sent_again_after_a_runner_died_before_recording_has_the_same_message_id(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Delivery is at least once: the server accepted the message, the runner died before it
+    wrote that down; the next runner sends it again, recognisably the same message."""
+
+    class Killed(BaseException):
+        """The process ends here: nothing after this line runs."""
+
+    job_id = succeeded_job(db, objects, options=ORDERS, parameters=DAY)
+    first = mail_runner(db, objects, http, clock, mailbox, claim_seconds=60)
+
+    def die(*args: object, **kwargs: object) -> bool:
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(db.deliveries, "record_delivery_attempt", die)
+        with pytest.raises(Killed):
+            first.run_once()
+    assert len(mailbox.messages_to(alice)) == 1
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.delivered_at) == (0, None)  # nothing was recorded
+
+    successor = mail_runner(db, objects, http, clock, mailbox, runner_id="successor")
+    assert successor.run_once() == 0  # the dead runner's claim holds
+    clock.advance(61)
+    assert successor.run_once() == 1
+    copies = mailbox.messages_to(alice)
+    assert len(copies) == 2
+    assert copies[0]["Message-ID"] == copies[1]["Message-ID"]
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.delivered_at is not None) == (1, True)
+
+
+def test_values_arrive_inert_in_headers_and_html(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """A parameter value with a newline and a header cannot add a header or a recipient; HTML
+    in a title or a value is shown as text."""
+    hostile = {"day": "2026-12-02\r\nBcc: eve@example.com\r\n\r\n<script>alert(1)</script>"}
+    options = {"title": "<b>Orders</b> & more", "notify": True}
+    failed_job(db, options=options, parameters=hostile)
+    mail_runner(db, objects, http, clock, mailbox).run_once()
+    ((to, message),) = mailbox.received
+    assert to == [alice]
+    assert message["Bcc"] is None
+    assert "\n" not in message["Subject"]
+    assert "\r" not in message["Subject"]
+    assert message["Subject"].startswith("<b>Orders</b> & more — 2026-12-02 Bcc: eve@")
+    _, markup = parts(message)
+    assert "<script>" not in markup
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markup
+    assert "<b>Orders</b>" not in markup
+    assert "&lt;b&gt;Orders&lt;/b&gt; &amp; more" in markup
+
+
+def test_without_an_smtp_server_set_up_an_address_waits_and_is_not_given_up(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, alice: str
+) -> None:
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    make_runner(db, objects, http, clock).run_once()
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.waiting) == (1, True)
+    assert delivery.last_error == "e-mail is not set up here (smtp_host and smtp_from are empty)"
+
+
+def test_one_message_id_per_announcement_and_address() -> None:
+    made = Announcement(
+        job_id=7,
+        effect="emit_done_webhook",
+        succeeded=True,
+        title="Orders of one day",
+        parameters=DAY,
+        job_url="http://x/jobs/7",
+    )
+    now = datetime.now(UTC)
+
+    def mail(to: str) -> EmailMessage:
+        return build_message(made, sender="reports@example.com", recipient=to, sent_at=now)
+
+    assert mail(ALICE)["Message-ID"] == mail(ALICE)["Message-ID"]
+    assert mail(ALICE)["Message-ID"] != mail("bob@example.com")["Message-ID"]
+    assert subject(made) == "Orders of one day — 2026-12-02 — ready"
+    assert one_line("a\u2028b\x85c\td") == "a b c d"
