@@ -154,6 +154,8 @@ def test_hostile_arguments_to_every_local_command_are_one_line_never_a_traceback
         lambda t: ["users", "add", t],
         lambda t: ["users", "revoke", t],
         lambda t: ["users", "revoke-token", t],
+        lambda t: ["users", "email", "demo", t],
+        lambda t: ["users", "email", t, "demo@example.com"],
         lambda t: ["audit", "--person", t],
         lambda t: ["audit", "--action", t],
         lambda t: ["export", "orders_by_day", f"--param=day={t}"],
@@ -260,6 +262,26 @@ def test_users_token_gives_a_lost_token_back_and_the_old_one_stops(
     assert cli.main(["users", "revoke", "demo"]) == 0
     assert cli.main(["users", "token", "demo"]) == 1  # a revoked person gets no new token
     assert "no active user 'demo'" in capsys.readouterr().err
+
+
+def test_export_notify_mails_the_owner_once_an_operator_gave_them_an_address(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--notify` is refused while the owner has no address; with one, the address is a
+    recipient of the export's announcement, fixed when it ended."""
+    day = ["export", "orders_by_day", "--param", "day=2024-01-05", "--notify"]
+    assert cli.main(day) == 2
+    assert "you have no e-mail address here" in capsys.readouterr().err
+    assert cli.main(["users", "email", "demo", "demo@example.com\nBcc: eve@example.com"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert cli.main(["users", "email", "demo", "demo@example.com"]) == 0
+    assert "demo: e-mail goes to demo@example.com" in capsys.readouterr().out
+    assert cli.main(day) == 0, capsys.readouterr().err
+    with sqlite3.connect(home / "reportexport.db") as conn:
+        rows = conn.execute("SELECT effect, address, endpoint_id FROM deliveries").fetchall()
+    assert rows == [("emit_done_webhook", "demo@example.com", None)]
+    assert cli.main(["users", "email", "demo", "--remove"]) == 0
+    assert cli.main(["users", "email", "nobody", "x@example.com"]) == 1
 
 
 def test_what_the_command_line_does_to_people_is_in_the_audit(

@@ -65,6 +65,21 @@ def test_creating_an_export_queues_a_job(api: dict[str, Any]) -> None:
     )  # fmt: skip
 
 
+def test_notify_asks_for_an_email_at_the_end_and_needs_an_address(api: dict[str, Any]) -> None:
+    """`notify` is refused (422 naming it) until an operator gave the person an address; then
+    the job says so and its announcement has that address among its recipients."""
+    refused = create(api, notify=True)
+    assert (refused.status_code, refused.json()["parameter"]) == (422, "notify")
+    assert "no e-mail address" in refused.json()["detail"]
+    db: Database = api["db"]
+    alice = db.users.user_by_name("alice")
+    assert alice is not None
+    db.users.set_email(alice.id, "alice@example.com")
+    made = create(api, notify=True)
+    assert (made.status_code, made.json()["notify"]) == (201, True)
+    assert create(api).json()["notify"] is False
+
+
 def test_a_bad_parameter_is_422_naming_it(api: dict[str, Any]) -> None:
     response = create(api, parameters={"category": "cars"})
     assert response.status_code == 422

@@ -122,6 +122,26 @@ def test_an_operator_redrives_one_given_up_destination_alone_and_it_is_audited(
     assert effect.given_up_at is None
 
 
+def test_an_operator_sets_a_persons_email_address_one_mailbox_only(runtime: Runtime) -> None:
+    people = runtime.people
+    for bad in ("alice@example.com\r\nBcc: eve@example.com", "Alice <alice@example.com>",
+                "a@b@example.com", "alice@localhost", "x" * 250 + "@example.com"):  # fmt: skip
+        with pytest.raises(InvalidInputError):
+            people.set_email("alice", bad, by=OLGA)
+    with pytest.raises(ForbiddenError):
+        people.set_email("alice", "alice@example.com", by=ALICE)
+    assert people.set_email("alice", "alice@example.com", by=OLGA)
+    assert not people.set_email("nobody", "nobody@example.com", by=OLGA)
+    found = people.get("alice")
+    assert found is not None
+    assert found.email == "alice@example.com"
+    assert people.set_email("alice", None, by=OLGA)
+    assert audit(runtime) == [
+        ("olga", "set_email", "alice"),
+        ("olga", "set_email", "alice"),
+    ]
+
+
 def test_bulk_cancel_cancels_what_it_can_and_says_why_not_of_the_rest(runtime: Runtime) -> None:
     exports = runtime.exports
     first, second, finished = job(runtime), job(runtime), job(runtime)

@@ -32,6 +32,7 @@ class Member:
     is_operator: bool = False
     groups: frozenset[str] = frozenset()
     attributes: Mapping[str, str] = field(default_factory=dict)
+    email: str | None = None  # where their announcements by e-mail go
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -289,6 +289,7 @@ AuditAction = Literal[
     "revoke_person",
     "suspend_person",
     "resume_person",
+    "set_email",
     "add_group",
     "delete_group",
     "add_member",

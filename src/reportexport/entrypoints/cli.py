@@ -150,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     _setting(export, "--owner", "owner", str, "the user who owns a local export")
     _remote_options(export)
     export.add_argument("--wait", action="store_true", help="follow the job until it ends")
+    export.add_argument(
+        "--notify",
+        action="store_true",
+        help="e-mail me when the export ends (at the address an operator set for me)",
+    )
 
     effects = _command(
         commands,
@@ -271,6 +276,16 @@ def build_parser() -> argparse.ArgumentParser:
     _service_options(token_revoke)
     token_revoke.add_argument("name")
 
+    user_email = _action(
+        user_actions,
+        "email",
+        handlers.cmd_users_email,
+        "set where a person's announcements by e-mail go",
+    )
+    _service_options(user_email)
+    user_email.add_argument("name")
+    user_email.add_argument("address", nargs="?", help="one mailbox: name@example.com")
+    user_email.add_argument("--remove", action="store_true", help="no e-mail address")
     person_actions: list[tuple[str, Handler, str, tuple[str, ...]]] = [
         ("access", handlers.cmd_users_access, "a person's groups and attributes", ("name",)),
         ("set", handlers.cmd_users_set, "set a person's attribute (bound parameters read it)",

@@ -107,7 +107,10 @@ def cmd_remote_export(settings: Settings, args: argparse.Namespace, raw: dict[st
             raise ApiError(f"the server described {quoted(args.query)} in a way this is not for")
         parameters = typed_parameters(described["parameters"], raw)
         job = checked(
-            client.post("/api/exports", json={"saved_query": args.query, "parameters": parameters})
+            client.post(
+                "/api/exports",
+                json={"saved_query": args.query, "parameters": parameters, "notify": args.notify},
+            )
         )
         console.print(f"job {job['id']}: {job['status']}")
         if not (args.wait or args.output):

@@ -99,7 +99,7 @@ def cmd_export(runtime: Runtime, args: argparse.Namespace) -> int:
         return 2
     exports = runtime.exports
     try:
-        job = exports.create(person, args.query, raw, from_text=True).job
+        job = exports.create(person, args.query, raw, from_text=True, notify=args.notify).job
     except InvalidInputError as exc:
         hint = "; see: reportexport queries list" if exc.field == "saved_query" else ""
         say(f"reportexport export: {exc.detail}{hint}")
@@ -407,6 +407,19 @@ def cmd_users_suspend(runtime: Runtime, args: argparse.Namespace) -> int:
     done = runtime.access.suspend(SHELL, args.name, args.reason)
     print(f"{args.name}: suspended; their token and dashboard sessions stopped")
     return _say_withdrawn(args.name, done)
+
+
+def cmd_users_email(runtime: Runtime, args: argparse.Namespace) -> int:
+    """Where a person's announcements by e-mail go (`--remove`: nowhere)."""
+    address = None if args.remove else args.address
+    if address is None and not args.remove:
+        say("reportexport users email: give an ADDRESS, or --remove")
+        return 2
+    if not runtime.people.set_email(args.name, address, by=SHELL):
+        say(f"reportexport users email: no active person {quoted(args.name)}")
+        return 1
+    print(f"{args.name}: " + (f"e-mail goes to {address}" if address else "no e-mail address"))
+    return 0
 
 
 def cmd_users_resume(runtime: Runtime, args: argparse.Namespace) -> int:

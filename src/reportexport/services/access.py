@@ -71,6 +71,7 @@ class StoreMembers:
             is_operator=user.is_operator,
             groups=access.group_names,
             attributes=access.attribute_values,
+            email=user.email,
         )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, Protocol
 
@@ -276,12 +276,15 @@ class ExportService:
         idempotency_key: str | None = None,
         from_text: bool = False,
         every_problem: bool = False,
+        notify: bool = False,
     ) -> Created:
         """A new job of `saved_query` owned by `person`.
 
         `from_text` takes parameter values as text (a form, the command line); otherwise as
         typed JSON. ParameterError names a parameter and its rule (with `every_problem`,
-        InvalidParametersError names every one); OverLimitError a limit.
+        InvalidParametersError names every one); OverLimitError a limit. With `notify`, an
+        e-mail goes to the person's address when the export ends (InvalidInputError when they
+        have none).
         """
         key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, person.name)
         query = self._runnable(person, saved_query)
@@ -302,6 +305,16 @@ class ExportService:
             every_problem=every_problem,
             bound=query.access.bound_values(self.member(person)) if query.access.bound else None,
         )
+        if notify:
+            if self.member(person).email is None:
+                raise InvalidInputError(
+                    "notify",
+                    "no_address",
+                    "you have no e-mail address here: an operator sets it "
+                    "(reportexport users email NAME ADDRESS)",
+                    title="No e-mail address",
+                )
+            new = replace(new, options={**new.options, "notify": True})
         return self._insert(new)
 
     def check_parameters(

@@ -23,6 +23,12 @@ from reportexport.store import UserExistsError, Users
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 MAX_TOKEN_LENGTH = 200
 MAX_SEARCH = 100
+# An address an operator may give a person: one mailbox, no display name, no comment, nothing
+# that could end a header line.
+EMAIL = re.compile(
+    r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+"
+)
+MAX_EMAIL = 254
 
 
 class PeopleService:
@@ -142,6 +148,18 @@ class PeopleService:
         if unsafe_text(name) is not None:
             return False
         return self.users.resume_user(name, audit=audit)
+
+    def set_email(self, name: str, address: str | None, *, by: Person) -> bool:
+        """Where the person's announcements by e-mail go (None: nowhere); False when there is
+        no active person of that name."""
+        audit = self._audit(by, "set_email", name, address or "removed")
+        if address is not None and (len(address) > MAX_EMAIL or not EMAIL.fullmatch(address)):
+            raise InvalidInputError(
+                "email", "pattern", "an e-mail address is one mailbox: name@example.com"
+            )
+        if unsafe_text(name) is not None:
+            return False
+        return self.users.set_email_of(name, address, audit=audit)
 
     @staticmethod
     def _audit(

@@ -91,6 +91,18 @@ class Users:
         with self.driver.write() as session:
             session.rows("set_user_email", {"id": user_id, "email": email})
 
+    def set_email_of(
+        self, name: str, email: str | None, *, audit: AuditEntry | None = None
+    ) -> bool:
+        """Where a person's announcements by e-mail go (None: nowhere); False when there is no
+        active person of that name. `audit` is recorded with it."""
+        with self.driver.write() as session:
+            if session.row("set_email_of_user", {"name": name, "email": email}) is None:
+                return False
+            if audit is not None:
+                write_entry(session, audit)
+        return True
+
     def user_by_name(self, name: str) -> User | None:
         with self.driver.read() as session:
             row = session.row("user_by_name", {"name": name})

@@ -826,6 +826,11 @@ RETURNING *;
 UPDATE users SET email = :email WHERE id = :id
 RETURNING id;
 
+-- set_email_of_user --
+-- An operator sets (or, NULL, removes) an active person's e-mail address.
+UPDATE users SET email = :email WHERE name = :name AND revoked_at IS NULL
+RETURNING id;
+
 -- provider_groups_of_user --
 -- The groups the identity provider gave a person.
 SELECT g.name FROM group_members m JOIN groups g ON g.id = m.group_id

@@ -52,11 +52,18 @@ class SavedQueryOut(BaseModel):
         )
 
 
+NOTIFY = (
+    "e-mail me when this export ends (succeeded or failed), at the address an operator set "
+    "for me; refused when there is none"
+)
+
+
 class ExportIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     saved_query: str = Field(min_length=1, max_length=100)
     parameters: dict[str, Any] = Field(default_factory=dict)
+    notify: bool = Field(default=False, description=NOTIFY)
 
 
 class JobOut(BaseModel):
@@ -87,6 +94,9 @@ class JobOut(BaseModel):
     rerun_of: int | None
     requested_by: str | None = Field(description="who asked for the job, if not its owner")
     schedule_id: int | None = Field(default=None, description="the schedule that made the job")
+    notify: bool = Field(
+        default=False, description="an e-mail goes to the owner when the export ends"
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -115,6 +125,7 @@ class JobOut(BaseModel):
             rerun_of=job.rerun_of,
             requested_by=job.requested_by if job.requested_by != job.owner else None,
             schedule_id=job.schedule_id,
+            notify=job.options.get("notify") is True,
         )
 
 

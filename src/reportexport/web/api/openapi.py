@@ -21,6 +21,7 @@ from reportexport.timetable.firings import (
     RELATIVE_PATTERN,
     TIME_ZONE_PATTERN,
 )
+from reportexport.web.api.models import NOTIFY
 from reportexport.web.deps import AppParts
 from reportexport.webhooks.ssrf import webhook_url_pattern
 
@@ -46,6 +47,7 @@ def refined_schema(app: FastAPI, parts: AppParts) -> dict[str, Any]:
                 "properties": {
                     "saved_query": {"const": query.name},
                     "parameters": parameters_schema(query.parameters),
+                    "notify": {"type": "boolean", "default": False, "description": NOTIFY},
                 },
                 "required": ["saved_query"]
                 + (["parameters"] if _requires_parameters(query) else []),

@@ -158,7 +158,11 @@ def create_export(
     idempotency_key: IdempotencyKey = None,
 ) -> JobOut:
     created = parts.exports.create(
-        user, body.saved_query, body.parameters, idempotency_key=idempotency_key
+        user,
+        body.saved_query,
+        body.parameters,
+        idempotency_key=idempotency_key,
+        notify=body.notify,
     )
     if not created.created:
         response.status_code = 200
