@@ -129,3 +129,31 @@ def test_the_effects_runner_takes_its_links_and_addresses_from_the_settings(
     with composition.running(settings) as runtime:
         context = runtime.effects_runner().context
         assert (context.link_seconds, context.public_url) == (600, "https://exports.example.com")
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, None),
+        ({"REPORTEXPORT_SMTP_HOST": "smtp.example.com", "REPORTEXPORT_SMTP_FROM": "r@example.com",
+          "REPORTEXPORT_SMTP_PORT": "465", "REPORTEXPORT_SMTP_SECURITY": "tls"},
+         ("smtp.example.com", 465, "tls", "r@example.com")),
+        ({"REPORTEXPORT_SMTP_HOST": "smtp.example.com", "REPORTEXPORT_SMTP_FROM": "r@example.com",
+          "REPORTEXPORT_SMTP_SECURITY": "ssl"}, "smtp_security must be one of"),
+        ({"REPORTEXPORT_SMTP_HOST": "smtp.example.com"}, "smtp_from must be an e-mail address"),
+    ],
+)  # fmt: skip
+def test_e_mail_is_sent_as_the_smtp_settings_say_or_not_at_all(
+    tmp_path: Path, environ: dict[str, str], expected: Any
+) -> None:
+    """No `smtp_host`: no e-mail; a security or From address that cannot work stops the
+    process at start with what is wrong, never at the first announcement."""
+    settings = composition.load_settings(environ={"REPORTEXPORT_HOME": str(tmp_path), **environ})
+    runtime = composition.Runtime(settings)
+    if isinstance(expected, str):
+        with pytest.raises(composition.SetupError, match=expected):
+            runtime.smtp_server()
+        return
+    server = runtime.smtp_server()
+    found = None if server is None else (server.host, server.port, server.security, server.sender)
+    assert found == expected
