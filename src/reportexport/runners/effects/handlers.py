@@ -185,7 +185,8 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
         return Outcome(done=True, note=NO_ENDPOINT_NOTE)
     body: str | None = None
     for delivery in deliveries:
-        if not delivery.waiting or delivery.next_attempt_at > now:
+        # A destination never tried is due however the database's clock and this one differ.
+        if not delivery.waiting or (delivery.attempts and delivery.next_attempt_at > now):
             continue
         if ctx.stopping.is_set():
             raise StoppingError(f"stopped before delivering to {delivery.destination}")

@@ -115,6 +115,8 @@ def refusal_words(code: str | None) -> str:
 # What an operator did, as the audit page says it.
 AUDIT_WORDS = {
     "redrive_side_effect": "re-drove a side effect",
+    "redrive_delivery": "re-drove one destination of an announcement",
+    "set_email": "set an e-mail address",
     "cancel_job": "canceled an export",
     "add_webhook_endpoint": "added a webhook endpoint",
     "rotate_webhook_secret": "rotated a webhook secret",
