@@ -229,6 +229,36 @@ def test_an_announcement_with_no_endpoint_is_completed_not_a_problem(dash: Any) 
     assert last_problem.group(1) == ""
 
 
+def test_the_job_page_shows_each_destination_of_its_announcement(dash: Any) -> None:
+    """One row per destination, fixed when the export ended: its attempts, when it was
+    delivered or given up, and its last problem, with the address shown as text."""
+    db = dash["db"]
+    endpoint = db.endpoints.add_webhook_endpoint(owner="alice", url="https://a.example", secret="s")
+    alice = db.users.user_by_name("alice")
+    db.users.set_email(alice.id, "alice@example.com")
+    job = dash["runtime"].exports.create(
+        Acting(name="alice"), "products", {"category": "toys"}, notify=True
+    )
+    (claim,) = db.queue.claim_jobs("w1", limit=1, lease_seconds=60)
+    db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+    now = datetime.now(UTC)
+    (claimed,) = db.effects.claim_side_effects("r", limit=10, now=now, claim_until=now)
+    hook, mail = db.deliveries.job_deliveries(job.job.id)
+    db.deliveries.record_delivery_attempt(
+        claimed.token, mail.id, now=now, status=550, problem="SMTP 550: <no> such mailbox",
+        delivered=False, next_attempt_at=now, give_up=True,
+    )  # fmt: skip
+    page = get(dash, signed(dash, "alice"), f"/jobs/{job.job.id}").text
+    table = re.search(r'<table id="deliveries".*?</table>', page, re.S)
+    assert table is not None
+    rows = re.findall(r"<tr><td data-label=\"Effect\">.*?</tr>", table.group(0), re.S)
+    assert len(rows) == 2
+    assert f"webhook endpoint {endpoint.id}" in rows[0]
+    assert "alice@example.com" in rows[1]
+    assert "SMTP 550: &lt;no&gt; such mailbox" in rows[1]
+    assert hook.attempts == 0
+
+
 def test_revoking_a_token_from_the_page_ends_that_persons_session(dash: Any) -> None:
     olga, bob = signed(dash, "olga"), signed(dash, "bob")
     assert get(dash, bob, "/jobs").status_code == 200

@@ -143,6 +143,7 @@ class JobView:
     downloads: list[tuple[str, datetime]]
     firing: Firing | None = None  # the schedule's firing that made the job
     previous: Job | None = None  # the owner's last success of the same query and parameters
+    deliveries: tuple[Delivery, ...] = ()  # where its announcements went, one per destination
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -459,9 +460,17 @@ class ExportService:
 
     # -- seeing and changing jobs ----------------------------------------------------------------
 
-    def job(self, person: Person, job_id: int, *, with_previous: bool = False) -> JobView:
+    def job(
+        self,
+        person: Person,
+        job_id: int,
+        *,
+        with_previous: bool = False,
+        with_deliveries: bool = False,
+    ) -> JobView:
         """A job you may see; `with_previous` adds its owner's last success of the same saved
-        query with the same parameters (what the dashboard estimates from)."""
+        query with the same parameters (what the dashboard estimates from), `with_deliveries`
+        each destination of its announcements."""
         detail = self._detail(job_id)
         if not person.is_operator and detail.job.owner != person.name:
             raise NotFoundError(f"no export {job_id}")  # another person's job does not exist
@@ -474,6 +483,9 @@ class ExportService:
             downloads=self.downloads.job_downloads(detail.job.id),
             firing=firing,
             previous=previous,
+            deliveries=tuple(self._deliveries().job_deliveries(detail.job.id))
+            if with_deliveries and self.deliveries is not None
+            else (),
         )
 
     def jobs_by_ids(self, ids: Collection[int], *, person: Person | None = None) -> list[Job]:

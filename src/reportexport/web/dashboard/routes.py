@@ -306,7 +306,7 @@ def job_page(request: Request, user: SignedIn, job_id: str) -> Response:
     number = id_of(job_id)
     try:
         view = (
-            parts(request).exports.job(user, number, with_previous=True)
+            parts(request).exports.job(user, number, with_previous=True, with_deliveries=True)
             if number is not None
             else None
         )
@@ -330,6 +330,7 @@ def _job_page(
         job=job,
         history=detail.history,
         side_effects=detail.side_effects,
+        deliveries=view.deliveries,
         downloads=view.downloads,
         firing=view.firing,
         previous=view.previous,
