@@ -239,3 +239,18 @@ def test_one_message_id_per_announcement_and_address() -> None:
     assert mail(ALICE)["Message-ID"] != mail("bob@example.com")["Message-ID"]
     assert subject(made) == "Orders of one day — 2026-12-02 — ready"
     assert one_line("a\u2028b\x85c\td") == "a b c d"
+
+
+def test_an_address_that_is_not_one_plain_mailbox_is_refused_before_any_smtp(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox
+) -> None:
+    """An address from elsewhere (an identity provider's claim) that could end an SMTP command
+    or a header is given up alone, and nothing is sent."""
+    person, _ = db.users.add_user("alice", "user")
+    db.users.set_email(person.id, "alice@example.com\r\nRCPT TO:<eve@example.com>")
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    mail_runner(db, objects, http, clock, mailbox).run_once()
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.given_up_at is not None) == (1, True)
+    assert (delivery.last_error or "").startswith("not one plain mailbox: ")
+    assert mailbox.received == []

@@ -21,6 +21,12 @@ from email.policy import SMTP
 from email.utils import format_datetime
 from typing import Any
 
+# One mailbox as people are given it: no display name, no comment, no quoting, ASCII, and nothing
+# that could end a header line or an SMTP command.
+MAILBOX = re.compile(
+    r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+"
+)
+MAX_MAILBOX = 254
 # Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: what could end
 # a header line or hide in one.
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
@@ -41,6 +47,11 @@ class Announcement:
     rows: int | None = None
     file_name: str | None = None
     reason: str | None = None  # why it failed, in words
+
+
+def is_mailbox(address: str) -> bool:
+    """Is `address` one plain mailbox (name@example.com), safe in a header and a command?"""
+    return len(address) <= MAX_MAILBOX and MAILBOX.fullmatch(address) is not None
 
 
 def one_line(text: str, limit: int = MAX_HEADER_VALUE) -> str:

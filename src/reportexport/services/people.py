@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
 from reportexport.core.text import unsafe_text
+from reportexport.mail.message import is_mailbox
 from reportexport.services.errors import ConflictError, ForbiddenError, InvalidInputError
 from reportexport.services.exports import MAX_ID, MAX_PAGE, Person
 from reportexport.store import UserExistsError, Users
@@ -23,12 +24,6 @@ from reportexport.store import UserExistsError, Users
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 MAX_TOKEN_LENGTH = 200
 MAX_SEARCH = 100
-# An address an operator may give a person: one mailbox, no display name, no comment, nothing
-# that could end a header line.
-EMAIL = re.compile(
-    r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+"
-)
-MAX_EMAIL = 254
 
 
 class PeopleService:
@@ -153,7 +148,7 @@ class PeopleService:
         """Where the person's announcements by e-mail go (None: nowhere); False when there is
         no active person of that name."""
         audit = self._audit(by, "set_email", name, address or "removed")
-        if address is not None and (len(address) > MAX_EMAIL or not EMAIL.fullmatch(address)):
+        if address is not None and not is_mailbox(address):
             raise InvalidInputError(
                 "email", "pattern", "an e-mail address is one mailbox: name@example.com"
             )

@@ -22,7 +22,7 @@ from frozen_lifecycle.graph import Graph
 from reportexport.core.lifecycle import Effect, is_effect
 from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
 from reportexport.core.settings import default
-from reportexport.mail.message import Announcement, build_message
+from reportexport.mail.message import Announcement, build_message, is_mailbox, one_line
 from reportexport.mail.smtp import SmtpServer
 from reportexport.mail.smtp import send as send_mail
 from reportexport.objects import ObjectStore
@@ -257,6 +257,8 @@ def _to_address(
 ) -> Attempt:
     if ctx.mail is None:
         return Attempt(problem="e-mail is not set up here (smtp_host and smtp_from are empty)")
+    if not is_mailbox(address):  # an identity provider's claim is not checked on the way in
+        return Attempt(problem=f"not one plain mailbox: {one_line(address, 100)!r}", refused=True)
     message = build_message(
         announcement(ctx, job, effect, succeeded=event_type == "export.succeeded"),
         sender=ctx.mail.sender,
