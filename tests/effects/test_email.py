@@ -254,3 +254,20 @@ def test_an_address_that_is_not_one_plain_mailbox_is_refused_before_any_smtp(
     assert (delivery.attempts, delivery.given_up_at is not None) == (1, True)
     assert (delivery.last_error or "").startswith("not one plain mailbox: ")
     assert mailbox.received == []
+
+
+def test_starttls_asked_of_a_server_without_it_sends_nothing_in_clear(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """With `smtp_security = starttls`, a server that does not offer STARTTLS gets no message
+    (a downgrade is not followed); the address waits and is tried again."""
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    assert runner.context.mail is not None
+    runner.context.mail = SmtpServer(**{**runner.context.mail.__dict__, "security": "starttls"})
+    runner.run_once()
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.waiting) == (1, True)
+    assert "STARTTLS" in (delivery.last_error or "")
+    assert mailbox.received == []
