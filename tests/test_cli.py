@@ -284,6 +284,44 @@ def test_export_notify_mails_the_owner_once_an_operator_gave_them_an_address(
     assert cli.main(["users", "email", "nobody", "x@example.com"]) == 1
 
 
+def test_a_given_up_destination_is_listed_and_redriven_alone_at_the_command_line(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import UTC, datetime
+
+    from reportexport.composition import load_settings, running
+    from reportexport.services.exports import Acting
+    from reportexport.store import Outcome
+
+    assert cli.main(["webhooks", "add", "https://hooks.example.com/x", "--owner", "demo"]) == 0
+    with running(load_settings()) as runtime:
+        db = runtime.database
+        made = runtime.exports.create(
+            Acting(name="demo"), "orders_by_day", {"day": "2024-01-05"}, from_text=True
+        )
+        job = made.job
+        (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
+        db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+        now = datetime.now(UTC)
+        (claimed,) = db.effects.claim_side_effects("r", limit=5, now=now, claim_until=now)
+        (delivery,) = db.deliveries.job_deliveries(job.id)
+        db.deliveries.record_delivery_attempt(
+            claimed.token, delivery.id, now=now, status=403, problem="HTTP 403",
+            delivered=False, next_attempt_at=now, give_up=True,
+        )  # fmt: skip
+        db.effects.retry_side_effect(claimed, now=now, error="x", next_attempt_at=now, give_up=True)
+    capsys.readouterr()
+    assert cli.main(["effects", "given-up"]) == 0
+    listed = capsys.readouterr().out
+    assert f"delivery {delivery.id} of job {job.id} emit_failed_webhook to endpoint 1: " in listed
+    assert "last problem: HTTP 403" in listed
+    assert cli.main(["effects", "redrive-delivery", str(delivery.id)]) == 0
+    assert "due again" in capsys.readouterr().out
+    assert cli.main(["effects", "redrive-delivery", str(delivery.id)]) != 0  # not given up now
+    assert cli.main(["audit", "--action", "redrive_delivery"]) == 0
+    assert f"redrive_delivery delivery {delivery.id}" in capsys.readouterr().out
+
+
 def test_what_the_command_line_does_to_people_is_in_the_audit(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
