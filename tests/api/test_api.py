@@ -66,11 +66,11 @@ def test_creating_an_export_queues_a_job(api: dict[str, Any]) -> None:
 
 
 def test_notify_asks_for_an_email_at_the_end_and_needs_an_address(api: dict[str, Any]) -> None:
-    """`notify` is refused (422 naming it) until an operator gave the person an address; then
-    the job says so and its announcement has that address among its recipients."""
+    """`notify` is refused (409: the request is right, the person's record is not) until an
+    operator gave the person an address; then the job says so."""
     refused = create(api, notify=True)
-    assert (refused.status_code, refused.json()["parameter"]) == (422, "notify")
-    assert "no e-mail address" in refused.json()["detail"]
+    assert (refused.status_code, refused.json()["title"]) == (409, "No e-mail address")
+    assert "notify: you have no e-mail address" in refused.json()["detail"]
     db: Database = api["db"]
     alice = db.users.user_by_name("alice")
     assert alice is not None
@@ -448,3 +448,44 @@ def test_number_parameters_are_json_numbers_on_the_way_out(
             shown = client.get(f"/api/exports/{job_id}", headers=bearer).json()["job"]
             assert shown["parameters"] == {"factor": sent}
             assert type(shown["parameters"]["factor"]) is type(sent)
+
+
+def test_a_job_says_where_it_was_announced_and_an_operator_redrives_one_destination(
+    api: dict[str, Any],
+) -> None:
+    """GET /api/exports/{id} lists each destination of its announcements; an operator re-drives
+    a given-up one alone (others: 403), once (then 409), and an unknown one is 404."""
+    from datetime import UTC, datetime
+
+    from reportexport.store import Outcome
+
+    db: Database = api["db"]
+    endpoint = db.endpoints.add_webhook_endpoint(owner="alice", url="https://a.example", secret="s")
+    job_id = create(api).json()["id"]
+    (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
+    db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+    now = datetime.now(UTC)
+    (claimed,) = db.effects.claim_side_effects("r", limit=5, now=now, claim_until=now)
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    db.deliveries.record_delivery_attempt(
+        claimed.token, delivery.id, now=now, status=403, problem="HTTP 403", delivered=False,
+        next_attempt_at=now, give_up=True,
+    )  # fmt: skip
+    client = api["client"]
+    shown = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()
+    ((listed),) = shown["deliveries"]
+    assert (listed["id"], listed["endpoint_id"], listed["address"]) == (
+        delivery.id, endpoint.id, None
+    )  # fmt: skip
+    assert (listed["attempts"], listed["last_status"], listed["next_attempt_at"]) == (1, 403, None)
+    assert listed["given_up_at"] is not None
+    path = f"/api/deliveries/{delivery.id}/redrive"
+    assert client.post(path, headers=auth(api, "alice")).status_code == 403
+    again = client.post(path, headers=auth(api, "olga"))
+    assert again.status_code == 200
+    assert (again.json()["given_up_at"], again.json()["redrives"]) == (None, 1)
+    assert again.json()["next_attempt_at"] is not None
+    assert client.post(path, headers=auth(api, "olga")).status_code == 409
+    assert (
+        client.post("/api/deliveries/999999/redrive", headers=auth(api, "olga")).status_code == 404
+    )

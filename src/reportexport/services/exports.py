@@ -284,8 +284,8 @@ class ExportService:
         `from_text` takes parameter values as text (a form, the command line); otherwise as
         typed JSON. ParameterError names a parameter and its rule (with `every_problem`,
         InvalidParametersError names every one); OverLimitError a limit. With `notify`, an
-        e-mail goes to the person's address when the export ends (InvalidInputError when they
-        have none).
+        e-mail goes to the person's address when the export ends (ConflictError when they have
+        none).
         """
         key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, person.name)
         query = self._runnable(person, saved_query)
@@ -307,11 +307,9 @@ class ExportService:
             bound=query.access.bound_values(self.member(person)) if query.access.bound else None,
         )
         if notify:
-            if self.member(person).email is None:
-                raise InvalidInputError(
-                    "notify",
-                    "no_address",
-                    "you have no e-mail address here: an operator sets it "
+            if self.member(person).email is None:  # the request is right; the record is not
+                raise ConflictError(
+                    "notify: you have no e-mail address here; an operator sets it "
                     "(reportexport users email NAME ADDRESS)",
                     title="No e-mail address",
                 )
@@ -653,11 +651,6 @@ class ExportService:
         if not person.is_operator:
             raise ForbiddenError("only operators see every job's side effects")
         return self._deliveries().given_up_deliveries(limit)
-
-    def deliveries_of(self, person: Person, job_id: int) -> list[Delivery]:
-        """Where a job's announcements went: each destination with its attempts."""
-        self.job(person, job_id)
-        return self._deliveries().job_deliveries(job_id)
 
     def _deliveries(self) -> Deliveries:
         if self.deliveries is None:

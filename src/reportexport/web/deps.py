@@ -100,6 +100,7 @@ Parts = Annotated[AppParts, Depends(parts)]
 CurrentUser = Annotated[User, Depends(current_user)]
 JobIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the job's id")]
 EndpointIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the endpoint's id")]
+DeliveryIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the delivery's id")]
 
 
 IdempotencyKey = Annotated[

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from reportexport.core.catalog import SavedQuery
     from reportexport.core.records import (
         AuditRecord,
+        Delivery,
         Firing,
         Group,
         Job,
@@ -54,7 +55,7 @@ class SavedQueryOut(BaseModel):
 
 NOTIFY = (
     "e-mail me when this export ends (succeeded or failed), at the address an operator set "
-    "for me; refused when there is none"
+    "for me; refused with 409 while there is none"
 )
 
 
@@ -187,6 +188,43 @@ class SideEffectOut(BaseModel):
     given_up_at: datetime | None
 
 
+class DeliveryOut(BaseModel):
+    """One destination of an announcement (a webhook endpoint or an e-mail address), fixed
+    when the job ended, with its own attempts."""
+
+    id: int
+    effect: Effect
+    endpoint_id: int | None = Field(description="the webhook endpoint; null for an address")
+    address: str | None = Field(description="the e-mail address; null for an endpoint")
+    attempts: int
+    next_attempt_at: datetime | None = Field(
+        description="when it is tried next; null once delivered or given up"
+    )
+    last_attempt_at: datetime | None
+    last_status: int | None = Field(description="the last HTTP or SMTP status")
+    last_error: str | None
+    delivered_at: datetime | None
+    given_up_at: datetime | None
+    redrives: int
+
+    @classmethod
+    def of(cls, delivery: Delivery) -> DeliveryOut:
+        return cls(
+            id=delivery.id,
+            effect=delivery.effect,
+            endpoint_id=delivery.endpoint_id,
+            address=delivery.address,
+            attempts=delivery.attempts,
+            next_attempt_at=delivery.next_attempt_at if delivery.waiting else None,
+            last_attempt_at=delivery.last_attempt_at,
+            last_status=delivery.last_status,
+            last_error=delivery.last_error,
+            delivered_at=delivery.delivered_at,
+            given_up_at=delivery.given_up_at,
+            redrives=delivery.redrives,
+        )
+
+
 class DownloadOut(BaseModel):
     person: str
     at: datetime
@@ -226,6 +264,10 @@ class JobDetailOut(BaseModel):
     job: JobOut
     history: list[TransitionOut]
     side_effects: list[SideEffectOut]
+    deliveries: list[DeliveryOut] = Field(
+        default_factory=list,
+        description="where its announcements go: each destination with its own attempts",
+    )
     downloads: list[DownloadOut] = Field(default_factory=list)
     firing: FiringOut | None = Field(
         default=None,
@@ -239,6 +281,7 @@ class JobDetailOut(BaseModel):
         return cls(
             firing=FiringOut.of(view.firing) if view.firing is not None else None,
             downloads=[DownloadOut(person=p, at=at) for p, at in view.downloads],
+            deliveries=[DeliveryOut.of(d) for d in view.deliveries],
             job=JobOut.of(detail.job),
             history=[
                 TransitionOut(

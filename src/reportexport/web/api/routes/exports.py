@@ -198,14 +198,20 @@ def list_exports(
     operation_id="get_export",
     responses={
         200: {
-            "description": "The job, its history and its side effects",
-            "links": job_links("$response.body#/job/id"),
+            "description": "The job, its history, its side effects and where it was announced",
+            "links": {
+                **job_links("$response.body#/job/id"),
+                "RedriveDelivery": {
+                    "operationId": "redrive_delivery",
+                    "parameters": {"delivery_id": "$response.body#/deliveries/0/id"},
+                },
+            },
         },
         **problems(401, 404, 422),
     },
 )
 def get_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobDetailOut:
-    return JobDetailOut.of(parts.exports.job(user, job_id))
+    return JobDetailOut.of(parts.exports.job(user, job_id, with_deliveries=True))
 
 
 @router.post(

@@ -1,4 +1,5 @@
-"""Webhook endpoints, and the operators' re-drive of a given-up side effect."""
+"""Webhook endpoints, and the operators' re-drive of a given-up side effect or of one given-up
+destination of an announcement."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ from fastapi import APIRouter, Depends, Response
 
 from reportexport.core.lifecycle import Effect
 from reportexport.web.api.models import (
+    DeliveryOut,
     WebhookCreated,
     WebhookIn,
     WebhookOut,
     WebhookTestOut,
     problems,
 )
-from reportexport.web.deps import CurrentUser, EndpointIdIn, JobIdIn, Parts
+from reportexport.web.deps import CurrentUser, DeliveryIdIn, EndpointIdIn, JobIdIn, Parts
 from reportexport.web.problems import require_json
 
 router = APIRouter(responses=problems(405, 503))  # a wrong method; an outage
@@ -127,3 +129,27 @@ def redrive_side_effect(
     """Operators: try a given-up side effect again, with a fresh allowance of attempts."""
     parts.exports.redrive(user, job_id, effect)
     return Response(status_code=204)
+
+
+@router.post(
+    "/api/deliveries/{delivery_id}/redrive",
+    response_model=DeliveryOut,
+    tags=["operators"],
+    operation_id="redrive_delivery",
+    responses={
+        200: {
+            "description": "It is due again, alone (its announcement with it)",
+            "links": {
+                "AuditOfDelivery": {
+                    "operationId": "list_audit",
+                    "parameters": {"object_kind": "delivery", "object_id": "$response.body#/id"},
+                }
+            },
+        },
+        **problems(401, 403, 404, 409, 422),
+    },
+)
+def redrive_delivery(delivery_id: DeliveryIdIn, parts: Parts, user: CurrentUser) -> DeliveryOut:
+    """Operators: try one given-up destination of an announcement again, with a fresh allowance
+    of attempts; the destinations already delivered are not sent it again."""
+    return DeliveryOut.of(parts.exports.redrive_delivery(user, delivery_id))
