@@ -259,9 +259,9 @@ class AccessService:
         canceled: list[int] = []
         paused: list[int] = []
         for person in people:
-            done = self.withdraw(person, by, why)
-            canceled += done.canceled
-            paused += done.paused
+            withdrawn = self.withdraw(person, by, why)
+            canceled += withdrawn.canceled
+            paused += withdrawn.paused
         return Withdrawn(canceled=tuple(canceled), paused=tuple(paused))
 
     def _refusal(
