@@ -122,6 +122,21 @@ def test_a_person_the_provider_refuses_starts_no_session(site: dict[str, Any]) -
     assert site["db"].users.user_by_subject("sub-dave") is None
 
 
+def test_a_known_person_the_provider_denies_next_time_starts_no_session(
+    site: dict[str, Any],
+) -> None:
+    """Signed in once through the provider; denied there the next time: refused, no session,
+    and the refusal counted."""
+    set_claims(site, "sub-gina", preferred_username="gina", groups=[])
+    assert sign_in(site, "sub-gina").status_code == 303
+    refused = sign_in(site, "sub-gina", deny=True)
+    assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
+    assert "Your company's sign-in refused: access_denied" in unescape(refused.text)
+    assert "rx_session" not in refused.cookies
+    after = site["client"].get("/jobs", follow_redirects=False)
+    assert (after.status_code, after.headers["location"][:8]) == (303, "/sign-in")
+    metrics = site["client"].get("/metrics").text
+    assert 'reportexport_access_refusals_total{path="sign_in",rule="provider"} 1.0' in metrics
 def test_a_callback_with_another_state_is_refused(site: dict[str, Any]) -> None:
     client = site["client"]
     client.cookies.clear()

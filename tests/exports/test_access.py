@@ -7,6 +7,7 @@ over people x saved queries x paths against an independent reading of the rules.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from reportexport.core.access import EVERYONE, Member, query_access, rule_proble
 from reportexport.core.catalog import Catalog, CatalogError, parse_catalog
 from reportexport.core.parameters import ParameterError
 from reportexport.core.records import AuditFilter, JobId
-from reportexport.objects import ObjectStore, open_object_store
+from reportexport.objects import ObjectStore, final_key, open_object_store
 from reportexport.pipeline.export import new_export
 from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.services.access import AccessService, StoreMembers
@@ -296,6 +297,44 @@ def test_a_signed_link_checks_the_owners_access_when_it_is_used(parts: Parts) ->
     parts.access.remove_member(OLGA, "finance", "alice")
     with pytest.raises(AccessRefusedError, match="alice may not download 'invoices'"):
         parts.exports.open_link(token)
+
+
+def test_refused_access_is_logged_and_counted_by_path_and_rule(
+    parts: Parts, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each refusal of the export service is one log line and one count of (path, rule): a
+    hidden query asked for by name, a rerun, a download; a query that does not exist is no
+    refusal."""
+    exports = parts.exports
+    query = parts.catalog.queries["invoices"]
+    old, _ = parts.db.jobs.create_job(new_export(query, {}, owner="alice"))
+    caplog.set_level(logging.INFO, logger="reportexport.access")
+    with pytest.raises(NotFoundError):
+        exports.saved_query(ALICE, "invoices")
+    with pytest.raises(NotFoundError):
+        exports.saved_query(ALICE, "no-such-query")
+    with pytest.raises(InvalidInputError):
+        exports.create(ALICE, "invoices", {})
+    with pytest.raises(InvalidInputError):
+        exports.create(ALICE, "my_customers", {})  # no country: the binding refuses
+    with pytest.raises(AccessRefusedError):
+        exports.rerun(ALICE, old.id)
+    link = parts.objects.download_url(final_key(old.id, "x.csv"), "x.csv", 60)
+    with pytest.raises(AccessRefusedError):
+        exports.open_link(link.rsplit("/", 1)[-1])
+    assert exports.refusals.counts() == {
+        ("show", "group"): 1,
+        ("create", "group"): 1,
+        ("create", "bind"): 1,
+        ("rerun", "group"): 1,
+        ("link", "group"): 1,
+    }
+    said = [r.getMessage() for r in caplog.records if r.name == "reportexport.access"]
+    assert len(said) == 5
+    assert (
+        "access refused (rerun, group): alice may not run 'invoices': the access rule "
+        "queries.invoices.access = finance does not include alice"
+    ) in said
 
 
 def test_deleting_a_group_withdraws_it_from_every_member(parts: Parts) -> None:
