@@ -137,6 +137,22 @@ def test_a_known_person_the_provider_denies_next_time_starts_no_session(
     assert (after.status_code, after.headers["location"][:8]) == (303, "/sign-in")
     metrics = site["client"].get("/metrics").text
     assert 'reportexport_access_refusals_total{path="sign_in",rule="provider"} 1.0' in metrics
+
+
+def test_a_suspended_person_is_refused_at_sign_in_with_the_reason(site: dict[str, Any]) -> None:
+    """The provider still lets them in, but an operator suspended them: no session, and the
+    page says who suspended them and why."""
+    set_claims(site, "sub-hal", preferred_username="hal", groups=[])
+    assert sign_in(site, "sub-hal").status_code == 303
+    site["runtime"].access.suspend(Acting(name="olga", role="operator"), "hal", "on leave")
+    refused = sign_in(site, "sub-hal")
+    assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
+    assert "Hal may not sign in here: olga suspended them: on leave." in unescape(refused.text)
+    assert "rx_session" not in refused.cookies
+    metrics = site["client"].get("/metrics").text
+    assert 'reportexport_access_refusals_total{path="sign_in",rule="suspended"} 1.0' in metrics
+
+
 def test_a_callback_with_another_state_is_refused(site: dict[str, Any]) -> None:
     client = site["client"]
     client.cookies.clear()

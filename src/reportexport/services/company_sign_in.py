@@ -125,7 +125,7 @@ class CompanySignIn:
     def finish(self, *, code: str, code_verifier: str, nonce: str, client: str) -> SessionStarted:
         """The session of the person the provider's code stands for (made at their first
         sign-in); SignInRefusedError when the provider refused or could not be trusted, or an
-        operator revoked the person (each refusal logged and counted)."""
+        operator revoked or suspended the person (each refusal logged and counted)."""
         try:
             identity = self.provider.finish(code=code, code_verifier=code_verifier, nonce=nonce)
         except ProviderRefusedError as exc:
@@ -137,6 +137,13 @@ class CompanySignIn:
         if user.revoked_at is not None or user.token_revoked_at is not None:
             self.refusals.refused("sign_in", "revoked", f"{user.name} is revoked")
             raise SignInRefusedError(f"{user.name} may not sign in here: an operator revoked them")
+        if user.suspended_at is not None:
+            why = f": {user.suspend_reason}" if user.suspend_reason else ""
+            self.refusals.refused("sign_in", "suspended", f"{user.name} is suspended{why}")
+            raise SignInRefusedError(
+                f"{user.name} may not sign in here: {user.suspended_by or 'an operator'} "
+                f"suspended them{why}"
+            )
         self._sync(user, identity)
         now = self.clock()
         session_id = secrets.token_urlsafe(32)
