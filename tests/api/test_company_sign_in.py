@@ -153,6 +153,23 @@ def test_a_suspended_person_is_refused_at_sign_in_with_the_reason(site: dict[str
     assert 'reportexport_access_refusals_total{path="sign_in",rule="suspended"} 1.0' in metrics
 
 
+def test_the_providers_membership_changes_are_in_the_audit(site: dict[str, Any]) -> None:
+    """Groups the provider gives or takes away at sign-in are audited as the operators'
+    changes are, the person acting being the identity provider."""
+    set_claims(site, "sub-ivy", preferred_username="ivy", groups=["Finance Team"], country="FR")
+    assert sign_in(site, "sub-ivy").status_code == 303
+    set_claims(site, "sub-ivy", preferred_username="ivy", groups=[], country="FR")
+    assert sign_in(site, "sub-ivy").status_code == 303
+    entries = site["db"].audit.entries(AuditFilter(person="identity provider", limit=20)).records
+    said = [(r.action, r.object_id, r.detail) for r in reversed(entries)]
+    assert said == [
+        ("add_person", "ivy", "at their first company sign-in"),
+        ("add_member", "finance", "added ivy"),
+        ("set_attribute", "ivy", "country = FR"),
+        ("remove_member", "finance", "removed ivy"),
+    ]
+
+
 def test_a_callback_with_another_state_is_refused(site: dict[str, Any]) -> None:
     client = site["client"]
     client.cookies.clear()

@@ -337,6 +337,21 @@ def test_refused_access_is_logged_and_counted_by_path_and_rule(
     ) in said
 
 
+def test_a_schedule_paused_because_access_was_withdrawn_is_in_the_audit(parts: Parts) -> None:
+    """The pause is recorded as done by whoever withdrew the access, with the reason."""
+    parts.access.add_member(OLGA, "finance", "alice")
+    made = parts.schedules.create(ALICE, "invoices", {}, cron="0 8 * * *", time_zone="UTC")
+    parts.access.remove_member(OLGA, "finance", "alice")
+    entries = parts.db.audit.entries(AuditFilter(action="pause_schedule", limit=5)).records
+    assert [(e.person, e.object_kind, e.object_id) for e in entries] == [
+        ("olga", "schedule", str(made.schedule.id))
+    ]
+    assert "access withdrawn (alice left the group finance)" in (entries[0].detail or "")
+    parts.access.suspend(OLGA, "alice", "on leave")  # nothing left to pause: no entry
+    again = parts.db.audit.entries(AuditFilter(action="pause_schedule", limit=5)).records
+    assert len(again) == 1
+
+
 def test_deleting_a_group_withdraws_it_from_every_member(parts: Parts) -> None:
     parts.access.add_member(OLGA, "finance", "alice")
     parts.access.add_member(OLGA, "finance", "bob")
