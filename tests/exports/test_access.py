@@ -344,6 +344,36 @@ def test_refused_access_is_logged_and_counted_by_path_and_rule(
     ) in said
 
 
+def test_a_firing_refused_for_access_records_code_access_and_pauses_the_schedule(
+    parts: Parts,
+) -> None:
+    """The owner lost access after the schedule was made: its firing makes no job, records
+    the refusal with code `access` and the rule, and pauses the schedule with the reason."""
+    schedule = due_schedule(parts, "alice", "invoices")
+    firing = fire(parts, schedule)
+    assert (firing.job_id, firing.refusal_code) == (None, "access")
+    assert "queries.invoices.access = finance does not include alice" in (firing.refusal or "")
+    paused = parts.schedules.show(ALICE, schedule).schedule
+    assert paused.paused_at is not None
+    assert (paused.pause_reason or "").startswith("access withdrawn: alice may not run")
+    assert parts.exports.refusals.counts() == {("schedule", "group"): 1}
+
+
+def test_a_firing_takes_a_bound_value_from_the_record_as_it_is_at_firing_time(
+    parts: Parts,
+) -> None:
+    """The schedule was made while alice's country was FR; it fires after it became DE."""
+    parts.access.set_attribute(OLGA, "alice", "country", "FR")
+    made = parts.schedules.create(ALICE, "my_customers", {}, cron="0 8 * * *", time_zone="UTC")
+    assert "country" not in made.schedule.parameters  # never kept with the schedule
+    parts.access.set_attribute(OLGA, "alice", "country", "DE")
+    schedule = due_schedule(parts, "alice", "my_customers")
+    firing = fire(parts, schedule)
+    assert firing.job_id is not None, firing.refusal
+    job = parts.exports.job(ALICE, firing.job_id).detail.job
+    assert (job.parameters, job.schedule_id) == ({"country": "DE"}, schedule)
+
+
 def test_a_schedule_paused_because_access_was_withdrawn_is_in_the_audit(parts: Parts) -> None:
     """The pause is recorded as done by whoever withdrew the access, with the reason."""
     parts.access.add_member(OLGA, "finance", "alice")
