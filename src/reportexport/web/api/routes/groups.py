@@ -201,5 +201,7 @@ def unset_attribute(
     return _withdrawn(parts.access.unset_attribute(user, person, attribute))
 
 
-def _withdrawn(done: Withdrawn) -> WithdrawnOut:
-    return WithdrawnOut(canceled_exports=list(done.canceled), paused_schedules=list(done.paused))
+def _withdrawn(withdrawn: Withdrawn) -> WithdrawnOut:
+    return WithdrawnOut(
+        canceled_exports=list(withdrawn.canceled), paused_schedules=list(withdrawn.paused)
+    )
