@@ -1,6 +1,7 @@
 """No name in the access modules is a bare forbidden alias of the lifecycle: a variable, an
-argument or a function called `done` or `pending` reads as a status the graph does not have
-(the gate refuses the quoted literals; this is the same rule for names, which it does not see).
+argument or a function named like one of the fixture's forbidden aliases reads as a status the
+graph does not have (the gate refuses the quoted literals; this is the same rule for names,
+which it does not see).
 """
 
 from __future__ import annotations
