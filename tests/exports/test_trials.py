@@ -102,3 +102,44 @@ def test_a_cancel_that_lands_as_a_held_export_takes_the_trial_gives_the_trial_ba
     assert worker.pacing.may_resume(STORAGE, "another held export") is True
     ended = ("failed", "worker_shutdown") if reason == "worker_shutdown" else ("running", None)
     assert status(jobs_db, job) == ended
+
+
+@pytest.mark.parametrize(
+    ("key", "reason", "sources"),
+    [(STORAGE, "storage_unavailable", ()), ("demo", "source_unavailable", ("demo",))],
+)
+def test_a_freshly_claimed_export_that_is_the_trial_shows_as_a_pause_until_it_ends(
+    jobs_db: Database,
+    catalog: Catalog,
+    local_objects: ObjectStore,
+    monkeypatch: pytest.MonkeyPatch,
+    key: str,
+    reason: str,
+    sources: tuple[str, ...],
+) -> None:
+    """After a good probe nothing was held, so the trial goes to a claim. While that export
+    runs, claiming what it needs is held: the heartbeat says so, with the reason, and no
+    other probe is due (the trial is the probe). Once it succeeds the pause is over."""
+    worker, pool = idle_worker(jobs_db, catalog, local_objects, monkeypatch)
+    job = submit(jobs_db, catalog, "small")
+    half_open(worker.pacing, key)
+    assert worker.heartbeat().pause_reason is None
+    plan = worker.pacing.plan(2, {})
+    claims = jobs_db.queue.claim_jobs(
+        worker.settings.worker_id,
+        limit=plan.limit,
+        lease_seconds=30,
+        excluded_sources=plan.excluded_sources,
+    )
+    assert [c.job.id for c in claims] == [job]
+    worker._begin_all(claims)  # the export is handed to the pool, not yet run
+    beat = worker.heartbeat()
+    assert (beat.active_jobs, beat.pause_reason, beat.paused_sources) == ((job,), reason, sources)
+    assert beat.claims_paused_until is not None
+    after = worker.pacing.plan(1, {"demo": 1})
+    assert (after.limit, after.excluded_sources) == ((1, ("demo",)) if sources else (0, ()))
+    assert worker.pacing.due_probes() == []
+    pool.run_all()
+    assert status(jobs_db, job) == ("succeeded", None)
+    beat = worker.heartbeat()
+    assert (beat.active_jobs, beat.pause_reason, beat.claims_paused_until) == ((), None, None)

@@ -9,10 +9,11 @@ held, not failed); a success closes it. While failures are counting up, claims a
 that no more than `limit` jobs can fail against one dependency even if every export in flight
 fails too; and an export in flight that fails against a dependency whose budget is spent is
 not failed (`failed` answers False) but held, to run again on its own lease once the
-dependency is back (`may_resume`). The held export that takes the trial holds it until its
-attempt ends, however it ends (`release_trial`): a trial that proved nothing (a cancel, a
-query error, a conflict) lets the next one try, so a worker never stops claiming for good.
-While a trial runs, claiming of what it needs stays held and shows as paused.
+dependency is back (`may_resume`). The export that takes the trial (a held one that may
+resume, or one freshly claimed: `started`) holds it until its attempt ends, however it ends
+(`release_trial`): a trial that proved nothing (a cancel, a query error, a conflict) lets the
+next one try, so a worker never stops claiming for good. While a trial runs, claiming of what
+it needs stays held and shows as paused.
 
 Pure logic with an injected clock; the worker does the I/O.
 """
@@ -36,7 +37,7 @@ class _Health:
     probe_at: float = 0.0
     probe_delay: float = 0.0
     trial: bool = False  # half-open after a good probe: one job may go through
-    trial_holder: object = None  # the held export running the trial, until its attempt ends
+    trial_holder: object = None  # the export running the trial (held, or freshly claimed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +95,15 @@ class Pacing:
                 health.trial_holder = holder
                 return True
             return False
+
+    def started(self, key: str, holder: object) -> None:
+        """The export `holder`, freshly claimed, needs `key`: when `key` is half-open with its
+        trial free, this export is its trial (claims of `key` held, and shown as a pause with
+        its reason) until its verdict or `release_trial`."""
+        with self._lock:
+            health = self._health.get(key)
+            if health is not None and health.trial and health.trial_holder is None:
+                health.trial_holder = holder
 
     def release_trial(self, key: str, holder: object) -> None:
         """The attempt of `holder` ended: if it still holds the trial of `key` (it neither

@@ -429,9 +429,14 @@ class Worker:
     # -- one export --------------------------------------------------------------------------
 
     def _begin(self, claim: Claim) -> None:
-        running = Running(lease=claim.lease, cancel=CancelToken(), source=claim.job.source)
+        job = claim.job
+        running = Running(lease=claim.lease, cancel=CancelToken(), source=job.source)
         with self._lock:
-            self._running[claim.job.id] = running
+            self._running[job.id] = running
+        # A claim let through by a half-open store or source is its trial: claims of it stay
+        # held, and the heartbeat shows the pause, until the attempt ends (see `_execute`).
+        self.pacing.started(STORAGE, job.id)
+        self.pacing.started(job.source, job.id)
         self._pool.submit(self._execute, claim, running)
 
     def _execute(self, claim: Claim, running: Running) -> None:
