@@ -244,3 +244,19 @@ def test_a_claimed_trial_of_a_source_shows_that_source_paused() -> None:
     assert paced.plan(4, {}).excluded_sources == ("demo",)
     paced.succeeded("demo")
     assert (paced.paused(), paced.pause_reason) == ({}, None)
+
+
+def test_each_pause_probes_from_the_first_delay_again() -> None:
+    """The probe backoff counts the probes failed since this pause began: a trial that fails
+    pauses again, probed after the first delay, not after the last one."""
+    paced, clock = pacing(limit=1)
+    paced.failed(STORAGE)
+    for _ in range(4):
+        paced.probe_failed(STORAGE)
+    assert paced.paused()[STORAGE] - clock.now == 8
+    paced.probe_succeeded(STORAGE)
+    assert paced.may_resume(STORAGE, 1) is True
+    assert paced.failed(STORAGE) is False
+    assert paced.paused()[STORAGE] - clock.now == 1
+    paced.probe_failed(STORAGE)
+    assert paced.paused()[STORAGE] - clock.now == 2
