@@ -978,8 +978,9 @@ class Run:
         return missing()
 
     def workers_not_claiming(self) -> list[str]:
-        """Running processes with a worker (standalone ones, and serve's) that neither ask for
-        work nor say why not: each must be paused with a reason, or have asked lately."""
+        """Running processes with a worker (standalone ones, and serve's) that do not claim
+        again: each must have asked for work lately and show no pause. Every fault is over, so
+        a pause the heartbeat states, with its reason, counts against it too."""
         host = socket.gethostname()
         rows = sql(
             self.url, "SELECT process, last_poll_at, pause_reason, paused_sources FROM heartbeats"
