@@ -666,49 +666,62 @@ class Run:
         holds the job's source slot (which that statement frees) until the worker's finish
         waits on it; the worker is stopped there, the slot let go, and the worker stays
         frozen past its lease and the reaper's grace. Nothing of the job may stay locked
-        meanwhile: the watchdog sees a job stuck running if it does."""
-        owners = {self.worker_id(p): p for p in self.workers() if p.alive()}
-        deadline = time.monotonic() + 30
-        candidates: list[dict[str, Any]] = []
-        while not candidates and time.monotonic() < deadline:
+        meanwhile: the watchdog sees a job stuck running if it does. A job that ends before
+        its slot is held is passed over for another; when no standalone worker has run an
+        export for 10 s (the workload's may all have ended), the fault creates a long one."""
+        began = time.monotonic()
+        created = False
+        while time.monotonic() < began + 40:
+            owners = {self.worker_id(p): p for p in self.workers() if p.alive()}
             candidates = [r for r in self.running_jobs() if r["lease_owner"] in owners]
-            time.sleep(0.2)
-        if not candidates:
-            raise MissedError("no running export")
-        job = rng.choice(candidates)
-        process = owners[job["lease_owner"]]
-        try:
-            self._freeze_inside_finish(rng, job, process)
-        finally:
-            process.signal(signal.SIGCONT)
-            process.held = False
+            if not candidates:
+                if not created and time.monotonic() > began + 10:
+                    created = True
+                    with self.client() as client:
+                        self._submit(client, "all_orders_gzip", {}, "freeze_finish")
+                time.sleep(0.2)
+                continue
+            job = rng.choice(candidates)
+            if self._freeze_inside_finish(rng, job, owners[job["lease_owner"]]):
+                return
+            self.notes["freeze_finish: a job ended before its slot was held"] += 1
+        raise MissedError("no running export")
 
     def _freeze_inside_finish(
         self, rng: random.Random, job: dict[str, Any], process: Process
-    ) -> None:
-        """MissedError unless the worker was stopped inside its finish."""
+    ) -> bool:
+        """True once the worker was stopped inside its finish (and, past its lease and the
+        reaper's grace, let go on); False if the job ended before its slot was held;
+        MissedError otherwise."""
         stopped = False
         try:
-            with psycopg.connect(self.url, connect_timeout=3) as conn:
-                stopped = self._stop_inside_finish(conn, job, process)
-                conn.rollback()  # the slot let go: the finish runs on, its worker stopped
-        except psycopg.OperationalError:  # another fault restarted the database meanwhile
-            if not stopped:
-                raise MissedError("cut short by the database") from None
-            # Stopped: the slot's lock went with the connection all the same.
-        time.sleep(LEASE_SECONDS + REAP_GRACE_SECONDS + rng.uniform(10.0, 14.0))
+            try:
+                with psycopg.connect(self.url, connect_timeout=3) as conn:
+                    stopped = self._stop_inside_finish(conn, job, process)
+                    conn.rollback()  # the slot let go: the finish runs on, its worker stopped
+            except psycopg.OperationalError:  # another fault restarted the database meanwhile
+                if not stopped:
+                    raise MissedError("cut short by the database") from None
+                # Stopped: the slot's lock went with the connection all the same.
+            if stopped:
+                time.sleep(LEASE_SECONDS + REAP_GRACE_SECONDS + rng.uniform(10.0, 14.0))
+        finally:
+            if stopped:
+                process.signal(signal.SIGCONT)
+                process.held = False
+        return stopped
 
     def _stop_inside_finish(
         self, conn: psycopg.Connection[Any], job: dict[str, Any], process: Process
     ) -> bool:
         """Hold the job's source slot until its worker's finish waits on it, then stop the
-        worker there: True once stopped (MissedError otherwise; the slot is let go as the
-        connection closes)."""
+        worker there: True once stopped, False if the job has no slot (it ended already);
+        MissedError otherwise (the slot is let go as the connection closes)."""
         slot = conn.execute(
             b"SELECT slot FROM source_slots WHERE job_id = %s FOR UPDATE", (job["id"],)
         ).fetchone()
         if slot is None:
-            raise MissedError("a source without slots")
+            return False
         me = conn.info.backend_pid
         self.event(f"holding the slot of job {job['id']} of {process.name}")
 
