@@ -667,18 +667,19 @@ class Run:
         waits on it; the worker is stopped there, the slot let go, and the worker stays
         frozen past its lease and the reaper's grace. Nothing of the job may stay locked
         meanwhile: the watchdog sees a job stuck running if it does. A job that ends before
-        its slot is held is passed over for another; when no standalone worker has run an
-        export for 10 s (the workload's may all have ended), the fault creates a long one."""
+        its slot is held is passed over for another; while no standalone worker runs an
+        export (the workload's may all have ended, or serve's worker took them), the fault
+        creates a long one every 10 s."""
         began = time.monotonic()
-        created = False
+        created = 0
         while time.monotonic() < began + 40:
             owners = {self.worker_id(p): p for p in self.workers() if p.alive()}
             candidates = [r for r in self.running_jobs() if r["lease_owner"] in owners]
             if not candidates:
-                if not created and time.monotonic() > began + 10:
-                    created = True
+                if time.monotonic() > began + 10 * (created + 1):
+                    created += 1
                     with self.client() as client:
-                        self._submit(client, "all_orders_gzip", {}, "freeze_finish")
+                        self._submit(client, "all_orders_gzip", {}, f"freeze_finish-{created}")
                 time.sleep(0.2)
                 continue
             job = rng.choice(candidates)
