@@ -650,3 +650,25 @@ def test_suspending_at_the_command_line_stops_the_token_until_resumed(
     assert "no active, unsuspended person 'demo'" in capsys.readouterr().err
     assert cli.main(["users", "resume", "demo"]) == 0
     assert "demo: resumed" in capsys.readouterr().out
+
+
+def test_queries_check_names_an_access_rule_that_cannot_work(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query for a group the job store does not have fails the check, with its place in the
+    catalog; once the group exists, the check passes."""
+    assert cli.main(["queries", "check"]) == 0
+    capsys.readouterr()
+    catalog = home / "catalog.toml"
+    catalog.write_text(
+        catalog.read_text()
+        + '\n[queries.sales_orders]\ntitle = "Orders for sales"\nsource = "demo"\n'
+        + 'sql = "SELECT * FROM orders"\naccess = ["sales"]\n'
+    )
+    assert cli.main(["queries", "check"]) == 1
+    said = capsys.readouterr().err
+    assert (
+        "sales_orders: queries.sales_orders.access: there is no group sales in the job store"
+    ) in said
+    assert cli.main(["groups", "create", "sales"]) == 0
+    assert cli.main(["queries", "check"]) == 0

@@ -196,3 +196,67 @@ def test_a_running_trial_shows_as_a_pause_with_its_reason_and_is_not_probed() ->
     assert paced.due_probes() == []
     paced.release_trial(STORAGE, 1)
     assert paced.pause_reason is None
+
+
+def test_a_freshly_claimed_export_that_takes_the_trial_shows_as_a_pause() -> None:
+    """Nothing was held over the pause, so after a good probe the trial goes to a claim: while
+    it runs, nothing more of the store is claimed, no held export takes a second trial, and the
+    heartbeat's fields say paused and why. The trial is the probe: none other is due."""
+    paced, clock = pacing(limit=3)
+    for _ in range(3):
+        paced.failed(STORAGE)
+    clock.now += 5
+    paced.probe_succeeded(STORAGE)
+    assert paced.plan(4, {}).limit == 1
+    paced.started(STORAGE, 7)
+    assert paced.pause_reason == "storage_unavailable"
+    assert STORAGE in paced.paused()
+    assert paced.plan(4, {}).limit == 0
+    assert paced.may_resume(STORAGE, 8) is False
+    paced.started(STORAGE, 9)  # a second claim (made at the same moment) is no second trial
+    paced.release_trial(STORAGE, 9)
+    assert paced.pause_reason == "storage_unavailable"
+    clock.now += 100
+    assert paced.due_probes() == []
+    paced.release_trial(STORAGE, 7)  # ended without a verdict: the next may try
+    assert paced.pause_reason is None
+    assert paced.may_resume(STORAGE, 8) is True
+
+
+def test_a_claim_of_a_healthy_or_counting_dependency_takes_no_trial() -> None:
+    paced, _ = pacing(limit=3)
+    paced.started(STORAGE, 1)
+    paced.started("demo", 1)
+    paced.failed("demo")
+    paced.started("demo", 2)
+    assert (paced.paused(), paced.pause_reason) == ({}, None)
+    assert paced.plan(4, {}) == ClaimPlan(limit=4, excluded_sources=())
+
+
+def test_a_claimed_trial_of_a_source_shows_that_source_paused() -> None:
+    paced, _ = pacing(limit=2)
+    for _ in range(2):
+        paced.failed("demo")
+    paced.probe_succeeded("demo")
+    assert paced.plan(4, {}).excluded_sources == ()
+    paced.started("demo", 3)
+    assert (list(paced.paused()), paced.pause_reason) == (["demo"], "source_unavailable")
+    assert paced.plan(4, {}).excluded_sources == ("demo",)
+    paced.succeeded("demo")
+    assert (paced.paused(), paced.pause_reason) == ({}, None)
+
+
+def test_each_pause_probes_from_the_first_delay_again() -> None:
+    """The probe backoff counts the probes failed since this pause began: a trial that fails
+    pauses again, probed after the first delay, not after the last one."""
+    paced, clock = pacing(limit=1)
+    paced.failed(STORAGE)
+    for _ in range(4):
+        paced.probe_failed(STORAGE)
+    assert paced.paused()[STORAGE] - clock.now == 8
+    paced.probe_succeeded(STORAGE)
+    assert paced.may_resume(STORAGE, 1) is True
+    assert paced.failed(STORAGE) is False
+    assert paced.paused()[STORAGE] - clock.now == 1
+    paced.probe_failed(STORAGE)
+    assert paced.paused()[STORAGE] - clock.now == 2

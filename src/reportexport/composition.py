@@ -405,6 +405,7 @@ class Runtime:
                 claims=claims,
                 lifetime=timedelta(hours=settings.session_hours),
                 recheck=timedelta(minutes=settings.oidc_recheck_minutes),
+                refusals=self.exports.refusals,
             )
         except ValueError as exc:
             raise SetupError(str(exc)) from None

@@ -122,6 +122,54 @@ def test_a_person_the_provider_refuses_starts_no_session(site: dict[str, Any]) -
     assert site["db"].users.user_by_subject("sub-dave") is None
 
 
+def test_a_known_person_the_provider_denies_next_time_starts_no_session(
+    site: dict[str, Any],
+) -> None:
+    """Signed in once through the provider; denied there the next time: refused, no session,
+    and the refusal counted."""
+    set_claims(site, "sub-gina", preferred_username="gina", groups=[])
+    assert sign_in(site, "sub-gina").status_code == 303
+    refused = sign_in(site, "sub-gina", deny=True)
+    assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
+    assert "Your company's sign-in refused: access_denied" in unescape(refused.text)
+    assert "rx_session" not in refused.cookies
+    after = site["client"].get("/jobs", follow_redirects=False)
+    assert (after.status_code, after.headers["location"][:8]) == (303, "/sign-in")
+    metrics = site["client"].get("/metrics").text
+    assert 'reportexport_access_refusals_total{path="sign_in",rule="provider"} 1.0' in metrics
+
+
+def test_a_suspended_person_is_refused_at_sign_in_with_the_reason(site: dict[str, Any]) -> None:
+    """The provider still lets them in, but an operator suspended them: no session, and the
+    page says who suspended them and why."""
+    set_claims(site, "sub-hal", preferred_username="hal", groups=[])
+    assert sign_in(site, "sub-hal").status_code == 303
+    site["runtime"].access.suspend(Acting(name="olga", role="operator"), "hal", "on leave")
+    refused = sign_in(site, "sub-hal")
+    assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
+    assert "Hal may not sign in here: olga suspended them: on leave." in unescape(refused.text)
+    assert "rx_session" not in refused.cookies
+    metrics = site["client"].get("/metrics").text
+    assert 'reportexport_access_refusals_total{path="sign_in",rule="suspended"} 1.0' in metrics
+
+
+def test_the_providers_membership_changes_are_in_the_audit(site: dict[str, Any]) -> None:
+    """Groups the provider gives or takes away at sign-in are audited as the operators'
+    changes are, the person acting being the identity provider."""
+    set_claims(site, "sub-ivy", preferred_username="ivy", groups=["Finance Team"], country="FR")
+    assert sign_in(site, "sub-ivy").status_code == 303
+    set_claims(site, "sub-ivy", preferred_username="ivy", groups=[], country="FR")
+    assert sign_in(site, "sub-ivy").status_code == 303
+    entries = site["db"].audit.entries(AuditFilter(person="identity provider", limit=20)).records
+    said = [(r.action, r.object_id, r.detail) for r in reversed(entries)]
+    assert said == [
+        ("add_person", "ivy", "at their first company sign-in"),
+        ("add_member", "finance", "added ivy"),
+        ("set_attribute", "ivy", "country = FR"),
+        ("remove_member", "finance", "removed ivy"),
+    ]
+
+
 def test_a_callback_with_another_state_is_refused(site: dict[str, Any]) -> None:
     client = site["client"]
     client.cookies.clear()

@@ -50,3 +50,15 @@ def test_a_process_that_stopped_cleanly_has_no_heartbeat_age_to_alarm_on() -> No
         in (text)
     )
     assert "h-1-serve" not in text
+
+
+def test_refused_access_is_a_counter_by_path_and_rule() -> None:
+    registry = CollectorRegistry()
+    counts = {("show", "group"): 3, ("sign_in", "suspended"): 1}
+    registry.register(
+        StoreCollector(lambda: snapshot(0), load_graph(FIXTURE_PATH), refusals=lambda: counts)
+    )
+    text = metrics_text(registry).decode()
+    assert "# TYPE reportexport_access_refusals_total counter" in text
+    assert 'reportexport_access_refusals_total{path="show",rule="group"} 3.0' in text
+    assert 'reportexport_access_refusals_total{path="sign_in",rule="suspended"} 1.0' in text

@@ -158,8 +158,11 @@ class Watched:
 @contextmanager
 def browsing(service: dict[str, Any], viewport: str, **options: Any) -> Iterator[Watched]:
     """A page in a fresh headless Chromium context at `viewport` (with context `options`,
-    e.g. timezone_id); it may reach this server only. Fails on any trouble seen on it."""
+    e.g. timezone_id: UTC unless told, whatever the machine's zone); it may reach this server
+    only. Fails on any trouble seen on it."""
     from playwright.sync_api import sync_playwright
+
+    options.setdefault("timezone_id", "UTC")
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(

@@ -7,8 +7,10 @@ over people x saved queries x paths against an independent reading of the rules.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,8 @@ from hypothesis import strategies as st
 from reportexport.core.access import EVERYONE, Member, query_access, rule_problems
 from reportexport.core.catalog import Catalog, CatalogError, parse_catalog
 from reportexport.core.parameters import ParameterError
-from reportexport.core.records import AuditFilter, JobId
-from reportexport.objects import ObjectStore, open_object_store
+from reportexport.core.records import AuditFilter, Firing, JobId
+from reportexport.objects import ObjectStore, final_key, open_object_store
 from reportexport.pipeline.export import new_export
 from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.services.access import AccessService, StoreMembers
@@ -33,7 +35,9 @@ from reportexport.services.errors import (
 from reportexport.services.exports import Acting, ExportService, Fairness
 from reportexport.services.people import PeopleService
 from reportexport.services.schedules import ScheduleLimits, ScheduleService
+from reportexport.services.webhooks import WebhookService
 from reportexport.store import Database
+from tests.effects.receiver import Receiver, running_receiver
 from tests.helpers import wait_for
 
 OLGA = Acting(name="olga", role="operator")
@@ -92,16 +96,20 @@ class Parts:
     objects: ObjectStore
 
 
-@pytest.fixture
-def parts(db: Database, sources_dir: Path, tmp_path: Path) -> Parts:
-    catalog = catalog_of(sources_dir)
-    objects = open_object_store(f"file://{tmp_path / 'objects'}", link_secret=b"links")
-    exports = ExportService(
+def exports_for(db: Database, catalog: Catalog, objects: ObjectStore) -> ExportService:
+    return ExportService(
         jobs=db.jobs, effects=db.effects, downloads=db.jobs, catalog=catalog, objects=objects,
         link_secret=b"links", fairness=Fairness(max_active=1000, max_per_window=1000),
         firings=db.schedules, members=StoreMembers(users=db.users, groups=db.groups),
         audit=db.audit,
     )  # fmt: skip
+
+
+@pytest.fixture
+def parts(db: Database, sources_dir: Path, tmp_path: Path) -> Parts:
+    catalog = catalog_of(sources_dir)
+    objects = open_object_store(f"file://{tmp_path / 'objects'}", link_secret=b"links")
+    exports = exports_for(db, catalog, objects)
     schedules = ScheduleService(
         schedules=db.schedules, exports=exports, catalog=catalog,
         limits=ScheduleLimits(max_per_person=100),
@@ -298,6 +306,89 @@ def test_a_signed_link_checks_the_owners_access_when_it_is_used(parts: Parts) ->
         parts.exports.open_link(token)
 
 
+def test_refused_access_is_logged_and_counted_by_path_and_rule(
+    parts: Parts, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each refusal of the export service is one log line and one count of (path, rule): a
+    hidden query asked for by name, a rerun, a download; a query that does not exist is no
+    refusal."""
+    exports = parts.exports
+    query = parts.catalog.queries["invoices"]
+    old, _ = parts.db.jobs.create_job(new_export(query, {}, owner="alice"))
+    caplog.set_level(logging.INFO, logger="reportexport.access")
+    with pytest.raises(NotFoundError):
+        exports.saved_query(ALICE, "invoices")
+    with pytest.raises(NotFoundError):
+        exports.saved_query(ALICE, "no-such-query")
+    with pytest.raises(InvalidInputError):
+        exports.create(ALICE, "invoices", {})
+    with pytest.raises(InvalidInputError):
+        exports.create(ALICE, "my_customers", {})  # no country: the binding refuses
+    with pytest.raises(AccessRefusedError):
+        exports.rerun(ALICE, old.id)
+    link = parts.objects.download_url(final_key(old.id, "x.csv"), "x.csv", 60)
+    with pytest.raises(AccessRefusedError):
+        exports.open_link(link.rsplit("/", 1)[-1])
+    assert exports.refusals.counts() == {
+        ("show", "group"): 1,
+        ("create", "group"): 1,
+        ("create", "bind"): 1,
+        ("rerun", "group"): 1,
+        ("link", "group"): 1,
+    }
+    said = [r.getMessage() for r in caplog.records if r.name == "reportexport.access"]
+    assert len(said) == 5
+    assert (
+        "access refused (rerun, group): alice may not run 'invoices': the access rule "
+        "queries.invoices.access = finance does not include alice"
+    ) in said
+
+
+def test_a_firing_refused_for_access_records_code_access_and_pauses_the_schedule(
+    parts: Parts,
+) -> None:
+    """The owner lost access after the schedule was made: its firing makes no job, records
+    the refusal with code `access` and the rule, and pauses the schedule with the reason."""
+    schedule = due_schedule(parts, "alice", "invoices")
+    firing = fire(parts, schedule)
+    assert (firing.job_id, firing.refusal_code) == (None, "access")
+    assert "queries.invoices.access = finance does not include alice" in (firing.refusal or "")
+    paused = parts.schedules.show(ALICE, schedule).schedule
+    assert paused.paused_at is not None
+    assert (paused.pause_reason or "").startswith("access withdrawn: alice may not run")
+    assert parts.exports.refusals.counts() == {("schedule", "group"): 1}
+
+
+def test_a_firing_takes_a_bound_value_from_the_record_as_it_is_at_firing_time(
+    parts: Parts,
+) -> None:
+    """The schedule was made while alice's country was FR; it fires after it became DE."""
+    parts.access.set_attribute(OLGA, "alice", "country", "FR")
+    made = parts.schedules.create(ALICE, "my_customers", {}, cron="0 8 * * *", time_zone="UTC")
+    assert "country" not in made.schedule.parameters  # never kept with the schedule
+    parts.access.set_attribute(OLGA, "alice", "country", "DE")
+    schedule = due_schedule(parts, "alice", "my_customers")
+    firing = fire(parts, schedule)
+    assert firing.job_id is not None, firing.refusal
+    job = parts.exports.job(ALICE, firing.job_id).detail.job
+    assert (job.parameters, job.schedule_id) == ({"country": "DE"}, schedule)
+
+
+def test_a_schedule_paused_because_access_was_withdrawn_is_in_the_audit(parts: Parts) -> None:
+    """The pause is recorded as done by whoever withdrew the access, with the reason."""
+    parts.access.add_member(OLGA, "finance", "alice")
+    made = parts.schedules.create(ALICE, "invoices", {}, cron="0 8 * * *", time_zone="UTC")
+    parts.access.remove_member(OLGA, "finance", "alice")
+    entries = parts.db.audit.entries(AuditFilter(action="pause_schedule", limit=5)).records
+    assert [(e.person, e.object_kind, e.object_id) for e in entries] == [
+        ("olga", "schedule", str(made.schedule.id))
+    ]
+    assert "access withdrawn (alice left the group finance)" in (entries[0].detail or "")
+    parts.access.suspend(OLGA, "alice", "on leave")  # nothing left to pause: no entry
+    again = parts.db.audit.entries(AuditFilter(action="pause_schedule", limit=5)).records
+    assert len(again) == 1
+
+
 def test_deleting_a_group_withdraws_it_from_every_member(parts: Parts) -> None:
     parts.access.add_member(OLGA, "finance", "alice")
     parts.access.add_member(OLGA, "finance", "bob")
@@ -386,7 +477,14 @@ def arguments(query: str) -> dict[str, Any]:
     return {"day": "2024-01-02"} if query == "orders_of_day" else {}
 
 
-PATHS = ("list", "show", "create", "schedule", "rerun", "download")
+PATHS = (
+    "list", "show", "create", "schedule", "rerun", "download", "firing", "run_now",
+    "webhook_test",
+)  # fmt: skip
+# Paths that do not name a saved query: allowed to everyone, and they tell nothing of any.
+QUERY_FREE = ("webhook_test",)
+# When the matrix's schedules fire: the scheduler's clock is this moment, not the wall's.
+FIRE_AT = datetime(2024, 1, 1, 8, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -400,9 +498,21 @@ def matrix(parts: Parts) -> Parts:
     return parts
 
 
-def attempt(parts: Parts, path: str, person: Acting, query: str, old: int) -> bool:
-    """Whether `person` may take `path` with `query` (`old`: their job of it, with a file)."""
+@dataclass
+class Theirs:
+    """What a person of the matrix has of one saved query, made as if before any change of
+    access: a job with a file, a schedule due at FIRE_AT, and a webhook endpoint."""
+
+    job: int
+    schedule: int
+    endpoint: int
+    receiver: Receiver
+
+
+def attempt(parts: Parts, path: str, person: Acting, query: str, theirs: Theirs) -> bool:
+    """Whether `person` may take `path` with `query`."""
     exports = parts.exports
+    old = theirs.job
     try:
         if path == "list":
             return query in names(exports.saved_queries(person))
@@ -417,21 +527,72 @@ def attempt(parts: Parts, path: str, person: Acting, query: str, old: int) -> bo
             return made.schedule.id > 0
         if path == "rerun":
             return exports.rerun(person, old).created
-        assert path == "download"
-        return bool(exports.download(person, old).url)
+        if path == "download":
+            return bool(exports.download(person, old).url)
+        if path == "firing":
+            return fire(parts, theirs.schedule).job_id is not None
+        if path == "run_now":
+            return parts.schedules.run_now(person, theirs.schedule).created
+        assert path == "webhook_test"
+        webhooks = WebhookService(
+            endpoints=parts.db.endpoints, users=parts.db.users, audit=parts.db.audit,
+            allow_private=True,
+        )  # fmt: skip
+        delivered = webhooks.test(person, theirs.endpoint).delivered
+        body = theirs.receiver.received[-1].body
+        told = [q for q, spec in QUERIES.items() if q in body or spec["title"] in body]
+        return delivered and not told
     except (NotFoundError, InvalidInputError, AccessRefusedError):
         return False
 
 
+def due_schedule(parts: Parts, owner: str, query: str) -> int:
+    """A schedule of `query` owned by `owner`, due at FIRE_AT, made directly in the store (as
+    if before any change of access)."""
+    made = parts.db.schedules.create(
+        owner=owner, saved_query=query, parameters=arguments(query), cron="0 8 * * *",
+        time_zone="UTC", ends_at=None, next_fire_at=FIRE_AT, created_by=owner,
+        max_per_owner=1000,
+    )  # fmt: skip
+    assert made is not None
+    return made[0].id
+
+
+def fire(parts: Parts, schedule_id: int) -> Firing:
+    """Let the scheduler fire what is due at FIRE_AT (its clock injected); the firing of
+    FIRE_AT of the schedule."""
+    scheduler = ScheduleService(
+        schedules=parts.db.schedules, exports=parts.exports, catalog=parts.catalog,
+        clock=lambda: FIRE_AT + timedelta(seconds=30),
+    )  # fmt: skip
+    scheduler.fire_due()
+    firings = parts.schedules.show(OLGA, schedule_id).firings
+    (firing,) = [f for f in firings if f.scheduled_for == FIRE_AT and not f.manual]
+    return firing
+
+
 def test_the_access_matrix_every_path_allows_exactly_what_the_rules_say(matrix: Parts) -> None:
     seen: dict[tuple[str, str, str], bool] = {}
-    for name, query in itertools.product(PEOPLE, QUERIES):
-        person = Acting(name=name, role=PEOPLE[name][0])
-        # A job and a file of the query owned by the person, made as if before any change.
-        old = _succeeded(matrix, name, query, bound=PEOPLE[name][2])
-        for path in PATHS:
-            seen[(name, query, path)] = attempt(matrix, path, person, query, old)
-    wanted = {key: expected(key[0], key[1]) for key in seen}
+    webhooks = WebhookService(
+        endpoints=matrix.db.endpoints, users=matrix.db.users, audit=matrix.db.audit,
+        allow_private=True,
+    )  # fmt: skip
+    with running_receiver(Receiver()) as receiver:
+        endpoints = {
+            name: webhooks.add(Acting(name=name, role=PEOPLE[name][0]), receiver.url).id
+            for name in PEOPLE
+        }
+        for name, query in itertools.product(PEOPLE, QUERIES):
+            person = Acting(name=name, role=PEOPLE[name][0])
+            theirs = Theirs(
+                job=_succeeded(matrix, name, query, bound=PEOPLE[name][2]),
+                schedule=due_schedule(matrix, name, query),
+                endpoint=endpoints[name],
+                receiver=receiver,
+            )
+            for path in PATHS:
+                seen[(name, query, path)] = attempt(matrix, path, person, query, theirs)
+    wanted = {key: key[2] in QUERY_FREE or expected(key[0], key[1]) for key in seen}
     wrong = sorted(key for key in seen if seen[key] != wanted[key])
     assert not wrong, [(key, "allowed" if seen[key] else "refused") for key in wrong]
     assert len(seen) == len(PEOPLE) * len(QUERIES) * len(PATHS)
@@ -496,6 +657,64 @@ def test_a_rule_admits_exactly_the_members_of_one_of_its_groups_of_each_rule(
     assert access.refusal(Member(name="o", is_operator=True)) is None
 
 
+def allowed(groups: set[str], queries: dict[str, Any], query: str) -> bool:
+    """Whether a user in `groups`, with no attribute, may run `query` of `queries` (a catalog
+    of catalog_of's sources), read independently of core/access.py."""
+    body = queries[query]
+    source_rule = {"demo": None, "hr": ["hr"]}[body["source"]]
+    passes = all(
+        rule is None or EVERYONE in rule or bool(groups & set(rule))
+        for rule in (source_rule, body.get("access"))
+    )
+    return passes and not any("bind" in p for p in body.get("parameters", {}).values())
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    memberships=MEMBERSHIPS,
+    rules=st.tuples(st.one_of(st.none(), RULES), st.one_of(st.none(), RULES)),
+)
+def test_the_service_paths_allow_exactly_the_rules_answer_for_drawn_memberships(
+    parts: Parts,
+    sources_dir: Path,
+    memberships: dict[str, set[str]],
+    rules: tuple[list[str] | None, list[str] | None],
+) -> None:
+    """Over drawn memberships and drawn rules of two queries, the export service's list, show
+    and create each allow exactly what the rules say, and a refused name answers as a query
+    that does not exist."""
+    queries = {name: dict(body) for name, body in QUERIES.items()}
+    for name, rule in zip(("invoices", "staff"), rules, strict=True):
+        queries[name].pop("access", None)
+        if rule is not None:
+            queries[name]["access"] = rule
+    exports = exports_for(parts.db, catalog_of(sources_dir, queries), parts.objects)
+    for name, groups in memberships.items():
+        for group in ("finance", "payroll", "hr"):
+            if name in parts.access.members(OLGA, group) and group not in groups:
+                parts.access.remove_member(OLGA, group, name)
+            elif group in groups:
+                parts.access.add_member(OLGA, group, name)
+    for name, groups in memberships.items():
+        person = Acting(name=name, role="user")
+        wanted = {query for query in queries if allowed(groups, queries, query)}
+        assert names(exports.saved_queries(person)) == wanted
+        for query in queries:
+            if query in wanted:
+                assert exports.saved_query(person, query).name == query
+                assert exports.create(person, query, arguments(query)).created
+                continue
+            with pytest.raises(NotFoundError, match=f"^no saved query '{query}'$"):
+                exports.saved_query(person, query)
+            with pytest.raises(InvalidInputError, match=f"^no saved query '{query}'$") as hidden:
+                exports.create(person, query, arguments(query))
+            assert hidden.value.rule == "unknown"
+
+
 def _succeeded(parts: Parts, owner: str, query: str, bound: dict[str, str] | None = None) -> int:
     """A succeeded job of `query` owned by `owner` with its file, made directly in the store and
     its object store (as if it ran before any change of access)."""
@@ -532,9 +751,9 @@ def test_suspending_someone_stops_their_token_and_ends_what_they_had_going(parts
     people = PeopleService(users=parts.db.users)
     assert people.authenticate(token) is not None
 
-    done = parts.access.suspend(OLGA, "carol", "on leave")
+    withdrawn = parts.access.suspend(OLGA, "carol", "on leave")
 
-    assert (done.canceled, done.paused) == ((queued,), (schedule,))
+    assert (withdrawn.canceled, withdrawn.paused) == ((queued,), (schedule,))
     assert people.authenticate(token) is None
     history = parts.db.jobs.get_job(JobId(queued)).history[-1]
     assert (history.actor, history.person, history.reason) == (

@@ -39,8 +39,9 @@ INVARIANTS = {
     "paced_failures": "an object store outage fails at most the pause limit of jobs per worker; "
     "the rest wait queued",
     "nothing_stuck": "no job stays running long past its lease's expiry: renewed, or reaped",
-    "claims_again": "once every fault is over, every live worker asks for work again, or says "
-    "why not (paused, with its reason)",
+    "claims_again": "once every fault is over, every live worker asks for work again: its "
+    "heartbeat shows a recent ask and no pause (a pause it states, with its reason, fails this "
+    "check too)",
     "kept_leases": "no export of a worker that stayed alive is reaped when the job store was "
     "never away for as long as the reaper's grace",
     "kept_exports": "no job fails as publish_conflict: a job is claimed once, so an object at "

@@ -47,6 +47,7 @@ from psycopg.rows import dict_row
 from frozen_lifecycle.graph import load_graph
 from reportexport.objects import ObjectStore, is_temp, job_of, open_object_store
 from reportexport.store import open_database
+from reportexport.store.postgres import PREPARED_PREFIX
 from tests.faults.infra import (
     AWS,
     BIN,
@@ -85,9 +86,26 @@ STUCK_AFTER_SECONDS = REAP_GRACE_SECONDS + 6
 ASKED_WITHIN_SECONDS = 12
 # ... and it has this long to show it (the longest probe interval of the suite's short outages).
 CLAIMS_AGAIN_SECONDS = 75.0
+# The statement that ends a job, however a worker sends it: its text whole (`finish_jobs`, or the
+# message that first prepares it), or, on a pooled connection that prepared it already,
+# `EXECUTE reportexport_finish_job_<n>(...)` (`PostgresSession.together`).
+FINISH_STATEMENT = re.compile(rf"\b{PREPARED_PREFIX}finish_job_\d+\b|\bobject_sha256\b")
+# pg_stat_activity shows this many bytes of a statement (PostgreSQL's default: 1024): the
+# message that prepares the claim before it finishes is longer than that.
+QUERY_TEXT_BYTES = 65536
+
+
+def is_finish(query: str | None) -> bool:
+    """Whether a statement (as pg_stat_activity shows it) ends a job."""
+    return FINISH_STATEMENT.search(query or "") is not None
 
 
 # -- faults ----------------------------------------------------------------------------------------
+
+
+class MissedError(Exception):
+    """A fault that found nothing to strike (no export running, another statement than the
+    one it waits for): the run goes on, counted as planned but not struck."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +226,7 @@ class RunResult:
     seconds: float
     outcomes: Counter[str] = field(default_factory=Counter)  # "failed:lease_expired" -> n
     notes: Counter[str] = field(default_factory=Counter)
+    struck: frozenset[str] = frozenset()  # the run's faults that struck (planned: plan.faults)
     directory: Path | None = None
     odd: list[str] = field(default_factory=list)
 
@@ -297,6 +316,9 @@ class Lane:
             os.environ.setdefault(key, value)
         if not self.cluster.start():
             return False
+        # Whole statements in pg_stat_activity, so that freeze_finish knows a finish it meets.
+        sql(self.cluster.url, f"ALTER SYSTEM SET track_activity_query_size = {QUERY_TEXT_BYTES}")
+        self.cluster.restart()
         sql(self.cluster.url, f"CREATE DATABASE {self.template}")
         database = open_database(self.url(self.template), load_graph(FIXTURE), check=False)
         try:
@@ -374,6 +396,7 @@ class Run:
         self.bucket = f"run-{plan.index}-{plan.seed}"
         self.objects_root = directory / "objects"
         self.notes: Counter[str] = Counter()
+        self.struck: set[str] = set()  # the faults that struck (a fault may find nothing to hit)
         self.frozen: dict[str, set[int]] = {}
         self.disturbed: set[str] = set()  # processes the faults killed or froze
         self.outages: list[tuple[float, float]] = []  # when the job store took no writes
@@ -589,7 +612,12 @@ class Run:
         self.event(f"{name} begins")
         try:
             getattr(self, "_" + name)(rng)
-            self.notes[f"fault {name}"] += 1
+            with self._lock:
+                self.struck.add(name)
+            self.notes[f"fault {name} struck"] += 1
+        except MissedError as missed:
+            self.notes[f"fault {name} missed: {missed}"] += 1
+            self.event(f"{name} missed: {missed}")
         except Exception:
             self.errors.append(f"fault {name}: {traceback.format_exc()}")
         self.event(f"{name} ends")
@@ -638,65 +666,88 @@ class Run:
         holds the job's source slot (which that statement frees) until the worker's finish
         waits on it; the worker is stopped there, the slot let go, and the worker stays
         frozen past its lease and the reaper's grace. Nothing of the job may stay locked
-        meanwhile: the watchdog sees a job stuck running if it does."""
-        owners = {self.worker_id(p): p for p in self.workers() if p.alive()}
-        deadline = time.monotonic() + 30
-        candidates: list[dict[str, Any]] = []
-        while not candidates and time.monotonic() < deadline:
+        meanwhile: the watchdog sees a job stuck running if it does. A job that ends before
+        its slot is held is passed over for another; while no standalone worker runs an
+        export (the workload's may all have ended, or serve's worker took them), the fault
+        creates a long one every 10 s."""
+        began = time.monotonic()
+        created = 0
+        while time.monotonic() < began + 40:
+            owners = {self.worker_id(p): p for p in self.workers() if p.alive()}
             candidates = [r for r in self.running_jobs() if r["lease_owner"] in owners]
-            time.sleep(0.2)
-        if not candidates:
-            self.notes["freeze_finish without a running export"] += 1
-            return
-        job = rng.choice(candidates)
-        process = owners[job["lease_owner"]]
-        try:
-            self._freeze_inside_finish(rng, job, process)
-        except psycopg.OperationalError:  # another fault restarted the database meanwhile
-            self.notes["freeze_finish cut short by the database"] += 1
-        finally:
-            process.signal(signal.SIGCONT)
-            process.held = False
+            if not candidates:
+                if time.monotonic() > began + 10 * (created + 1):
+                    created += 1
+                    with self.client() as client:
+                        self._submit(client, "all_orders_gzip", {}, f"freeze_finish-{created}")
+                time.sleep(0.2)
+                continue
+            job = rng.choice(candidates)
+            if self._freeze_inside_finish(rng, job, owners[job["lease_owner"]]):
+                return
+            self.notes["freeze_finish: a job ended before its slot was held"] += 1
+        raise MissedError("no running export")
 
     def _freeze_inside_finish(
         self, rng: random.Random, job: dict[str, Any], process: Process
-    ) -> None:
-        with psycopg.connect(self.url, connect_timeout=3) as conn:
-            slot = conn.execute(
-                b"SELECT slot FROM source_slots WHERE job_id = %s FOR UPDATE", (job["id"],)
-            ).fetchone()
-            if slot is None:
-                self.notes["freeze_finish on a source without slots"] += 1
-                return
-            me = conn.info.backend_pid
-            self.event(f"holding the slot of job {job['id']} of {process.name}")
+    ) -> bool:
+        """True once the worker was stopped inside its finish (and, past its lease and the
+        reaper's grace, let go on); False if the job ended before its slot was held;
+        MissedError otherwise."""
+        stopped = False
+        try:
+            try:
+                with psycopg.connect(self.url, connect_timeout=3) as conn:
+                    stopped = self._stop_inside_finish(conn, job, process)
+                    conn.rollback()  # the slot let go: the finish runs on, its worker stopped
+            except psycopg.OperationalError:  # another fault restarted the database meanwhile
+                if not stopped:
+                    raise MissedError("cut short by the database") from None
+                # Stopped: the slot's lock went with the connection all the same.
+            if stopped:
+                time.sleep(LEASE_SECONDS + REAP_GRACE_SECONDS + rng.uniform(10.0, 14.0))
+        finally:
+            if stopped:
+                process.signal(signal.SIGCONT)
+                process.held = False
+        return stopped
 
-            def finishing() -> list[Any]:
-                return sql(
-                    self.url,
-                    "SELECT pid, query FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
-                    (me,),
-                    tries=5,
-                )
+    def _stop_inside_finish(
+        self, conn: psycopg.Connection[Any], job: dict[str, Any], process: Process
+    ) -> bool:
+        """Hold the job's source slot until its worker's finish waits on it, then stop the
+        worker there: True once stopped, False if the job has no slot (it ended already);
+        MissedError otherwise (the slot is let go as the connection closes)."""
+        slot = conn.execute(
+            b"SELECT slot FROM source_slots WHERE job_id = %s FOR UPDATE", (job["id"],)
+        ).fetchone()
+        if slot is None:
+            return False
+        me = conn.info.backend_pid
+        self.event(f"holding the slot of job {job['id']} of {process.name}")
 
-            if not poll(lambda: bool(finishing()), 90, every=0.05):
-                self.notes["freeze_finish: the export did not end in time"] += 1
-                return
-            blocked = finishing()
-            if not any("object_sha256" in (r["query"] or "") for r in blocked):
-                self.notes["freeze_finish met another statement (a cancel)"] += 1
-                return  # the slot is let go as the connection closes
-            running = {
-                r["id"] for r in self.running_jobs() if r["lease_owner"] == job["lease_owner"]
-            }
-            self.disturbed.add(process.name)
-            process.held = True
-            process.signal(signal.SIGSTOP)
-            with self._lock:
-                self.frozen.setdefault(job["lease_owner"], set()).update(running)
-            self.event(f"SIGSTOP {process.name} inside the finish of job {job['id']}")
-            conn.rollback()
-        time.sleep(LEASE_SECONDS + REAP_GRACE_SECONDS + rng.uniform(10.0, 14.0))
+        def blocked() -> list[Any]:
+            return sql(
+                self.url,
+                "SELECT pid, query FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                (me,),
+                tries=5,
+            )
+
+        if not poll(lambda: bool(blocked()), 90, every=0.05):
+            raise MissedError("the export did not end in time")
+        waiting = blocked()
+        if not any(is_finish(r["query"]) for r in waiting):
+            shown = "; ".join((r["query"] or "")[:80] for r in waiting)
+            raise MissedError(f"met another statement than the finish (a cancel?): {shown}")
+        running = {r["id"] for r in self.running_jobs() if r["lease_owner"] == job["lease_owner"]}
+        self.disturbed.add(process.name)
+        process.held = True
+        process.signal(signal.SIGSTOP)
+        with self._lock:
+            self.frozen.setdefault(job["lease_owner"], set()).update(running)
+        self.event(f"SIGSTOP {process.name} inside the finish of job {job['id']}")
+        return True
 
     def _row_lock(self, rng: random.Random) -> None:
         deadline = time.monotonic() + 8
@@ -705,21 +756,24 @@ class Run:
             rows = self.running_jobs()
             time.sleep(0.2)
         if not rows:
-            self.notes["row_lock without a running job"] += 1
-            return
+            raise MissedError("no running job")
         job_id = rng.choice(rows)["id"]
         held = rng.uniform(3.0, 9.0)
         self.event(f"row lock on job {job_id} for {held:.1f} s")
+        locked = False
         try:
             with psycopg.connect(self.url, connect_timeout=3) as conn:
                 conn.execute(b"SET lock_timeout = '5s'")
                 conn.execute(
                     b"UPDATE jobs SET bytes_written = bytes_written WHERE id = %s", (job_id,)
                 )
+                locked = True
                 with self.outage():  # for this job's lease: renewals skip a locked row
                     time.sleep(held)
                 conn.rollback()
         except psycopg.OperationalError:  # another fault restarted the database meanwhile
+            if not locked:
+                raise MissedError("cut short by the database") from None
             self.notes["row_lock cut short by the database"] += 1
 
     @contextlib.contextmanager
@@ -783,7 +837,7 @@ class Run:
                 assert writer.stdout is not None
                 if writer.stdout.readline().strip() != "locked":
                     self.errors.append("sqlite_frozen_writer: the writer did not take the lock")
-                    return
+                    raise MissedError("the writer did not take the lock")
                 held = rng.uniform(3.0, 9.0)
                 self.event(
                     f"a SQLite writer (pid {writer.pid}) frozen holding the lock, {held:.1f} s"
@@ -938,8 +992,9 @@ class Run:
         return missing()
 
     def workers_not_claiming(self) -> list[str]:
-        """Running processes with a worker (standalone ones, and serve's) that neither ask for
-        work nor say why not: each must be paused with a reason, or have asked lately."""
+        """Running processes with a worker (standalone ones, and serve's) that do not claim
+        again: each must have asked for work lately and show no pause. Every fault is over, so
+        a pause the heartbeat states, with its reason, counts against it too."""
         host = socket.gethostname()
         rows = sql(
             self.url, "SELECT process, last_poll_at, pause_reason, paused_sources FROM heartbeats"
@@ -1213,6 +1268,7 @@ def run_one(lane: Lane, plan: Plan, directory: Path, *, keep: bool = False) -> R
         seconds=time.monotonic() - started,
         outcomes=outcomes,
         notes=run.notes,
+        struck=frozenset(run.struck),
         directory=run.directory if (keep or violations or run.odd) else None,
         odd=run.odd,
     )
@@ -1281,12 +1337,20 @@ def report(results: Sequence[RunResult], wall_seconds: float) -> str:
 
     lines = []
     width = max(len(n) for n in FAULT_NAMES)
-    lines.append(f"{'fault':{width}}  runs  runs with violations  violations")
+    # planned: runs that drew the fault; struck: runs in which it hit what it aims at (a
+    # fault that finds nothing to strike is no test: `never struck` below names it).
+    lines.append(f"{'fault':{width}}  planned  struck  runs with violations  violations")
+    never = []
     for name in FAULT_NAMES:
         runs = [r for r in results if name in r.plan.faults]
+        struck = sum(name in r.struck for r in runs)
         bad = [r for r in runs if r.violations]
         count = sum(len(r.violations) for r in runs)
-        lines.append(f"{name:{width}}  {len(runs):4}  {len(bad):20}  {count:10}")
+        lines.append(f"{name:{width}}  {len(runs):7}  {struck:6}  {len(bad):20}  {count:10}")
+        if runs and not struck:
+            never.append(f"{name} (planned in {len(runs)})")
+    if never:
+        lines.append("NEVER STRUCK: " + ", ".join(never) + "; their reasons are in `events`")
     lines.append("")
     names = [*INVARIANTS, "harness"]
     width = max(len(n) for n in names)
@@ -1334,6 +1398,7 @@ def as_json(results: Sequence[RunResult], wall_seconds: float) -> str:
                     "database": r.plan.database,
                     "pause_after": r.plan.pause_after,
                     "faults": list(r.plan.faults),
+                    "struck": sorted(r.struck),
                     "seconds": round(r.seconds, 1),
                     "violations": [[v.invariant, v.detail] for v in r.violations],
                     "outcomes": dict(r.outcomes),

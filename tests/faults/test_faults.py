@@ -8,10 +8,16 @@ Real processes (`serve`, workers, effects runners), a PostgreSQL cluster of the 
 from __future__ import annotations
 
 import os
+import threading
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import psycopg
 import pytest
 
+from reportexport.store import Outcome, open_database
 from tests.faults.invariants import (
     Facts,
     StoredObject,
@@ -22,12 +28,19 @@ from tests.faults.invariants import (
 from tests.faults.suite import (
     BY_NAME,
     FAULT_NAMES,
+    LOCAL,
     SHORT_PLANS,
+    MissedError,
+    Plan,
+    Run,
+    RunResult,
+    is_finish,
     longest_outage,
     plan_runs,
     report,
     run_plans,
 )
+from tests.helpers import GRAPH, new_job, poll
 
 
 def test_the_short_run_covers_every_fault() -> None:
@@ -245,3 +258,88 @@ def test_a_finished_export_refused_as_a_second_object_is_caught() -> None:
         side_effects={1: [effect("emit_failed_webhook", "failed")]},
     )
     assert invariants_broken(facts) == {"kept_exports"}
+
+
+# -- the faults themselves: each strikes what it aims at, or says it did not ----------------------
+
+
+def test_freeze_finish_knows_a_finish_sent_as_a_prepared_statement(postgres_url: str) -> None:
+    """Once a pooled connection has prepared the finish, a worker sends it as
+    `EXECUTE reportexport_finish_job_<n>(...)`: the text freeze_finish sees blocked behind the
+    lock it holds names no column. It must still know it for the finish, or it freezes nothing."""
+    db = open_database(postgres_url, GRAPH, pool_size=1)
+    try:
+        for _ in range(2):
+            db.jobs.create_job(new_job())
+        first, second = db.queue.claim_jobs("w1", limit=2, lease_seconds=60)
+
+        def finish(lease: Any) -> list[bool]:
+            outcome = Outcome(lease=lease, to_status="failed", error_code="query_error")
+            return db.queue.finish_and_claim([outcome], worker="w1", limit=1, lease_seconds=60)[0]
+
+        assert finish(first.lease) == [True]  # prepares the finish on the pool's connection
+        ended: list[list[bool]] = []
+        with psycopg.connect(postgres_url) as holder:
+            holder.execute(b"SELECT id FROM jobs WHERE id = %s FOR UPDATE", (second.job.id,))
+            me = holder.info.backend_pid
+            worker = threading.Thread(target=lambda: ended.append(finish(second.lease)))
+            worker.start()
+
+            def blocked() -> list[str]:
+                with psycopg.connect(postgres_url, autocommit=True) as conn:
+                    rows = conn.execute(
+                        b"SELECT query FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                        (me,),
+                    ).fetchall()
+                return [row[0] for row in rows]
+
+            (text,) = poll(blocked, 30, every=0.05)
+            holder.rollback()
+            worker.join()
+        assert text.startswith("EXECUTE ")
+        assert "object_sha256" not in text  # what the suite looked for before
+        assert is_finish(text)
+        assert ended == [[True]]
+    finally:
+        db.close()
+
+
+def test_only_a_finish_is_taken_for_one() -> None:
+    assert is_finish("PREPARE reportexport_finish_job_3 AS UPDATE jobs SET object_sha256 = $1")
+    assert is_finish("UPDATE jobs SET object_key = $9, object_sha256 = $10")  # finish_jobs
+    assert is_finish("EXECUTE reportexport_finish_job_12(7, 'x');\nEXECUTE reportexport_claim")
+    assert not is_finish("EXECUTE reportexport_claim_jobs_4('w1', 1)")
+    assert not is_finish("UPDATE jobs SET status = 'canceled', change_actor = 'user'")
+    assert not is_finish("EXECUTE reportexport_finish_job_12x(1)")
+    assert not is_finish(None)
+
+
+def test_a_fault_that_finds_nothing_to_strike_is_not_counted_as_struck(tmp_path: Path) -> None:
+    lane: Any = SimpleNamespace(url=lambda name: f"postgresql://nowhere/{name}")
+    run = Run(lane, Plan(0, 1, LOCAL, ("freeze_finish", "webhook_gone")), tmp_path)
+
+    def nothing_running(rng: object) -> None:
+        raise MissedError("no running export")
+
+    run._freeze_finish = nothing_running  # type: ignore[method-assign]
+    run._webhook_gone = lambda rng: None  # type: ignore[method-assign]
+    run.strike("freeze_finish", 0)
+    run.strike("webhook_gone", 0)
+    assert run.struck == {"webhook_gone"}
+    assert run.notes["fault freeze_finish missed: no running export"] == 1
+    assert run.errors == []
+
+
+def test_the_report_names_a_fault_that_never_struck() -> None:
+    plan = Plan(0, 1, LOCAL, ("freeze_finish", "webhook_gone"))
+    missed = Counter({"fault freeze_finish missed: no running export": 1})
+    results = [
+        RunResult(plan, [], 1.0, notes=missed, struck=frozenset({"webhook_gone"})),
+        RunResult(Plan(1, 2, LOCAL, ("webhook_gone",)), [], 1.0, struck=frozenset()),
+    ]
+    text = report(results, 2.0)
+    rows = {line.split()[0]: line.split()[1:3] for line in text.splitlines()[1:20] if line}
+    assert rows["freeze_finish"] == ["1", "0"]
+    assert rows["webhook_gone"] == ["2", "1"]
+    assert "NEVER STRUCK: freeze_finish (planned in 1)" in text
+    assert "webhook_gone (planned" not in text

@@ -10,7 +10,8 @@ every checker that applies to it runs on that copy:
 - `mypy`: `mypy --strict` over every patched module of either package, once for the whole corpus
   (each patched module is checked as a module of its own, against the unpatched package, and
   compared with the unpatched module checked the same way);
-- `contract`: the case study's six contract tests on a patched `job_status.py`;
+- `contract`: the eight contract tests (the case study's six, and two of the transition
+  check) on a patched `job_status.py`;
 - `db`: `reportexport db check --behaviour` on a SQLite database built by the patched tree
   (or, for a migration, on a database built before it), where the command exists.
 
@@ -347,7 +348,8 @@ def contract_tests() -> list[Callable[..., None]]:
 
 
 def run_contract(tree: Path, name: str) -> list[str]:
-    """The case study's six contract tests against the copy's job_status module."""
+    """The eight contract tests (the case study's six, two of the transition check) against
+    the copy's job_status module."""
     graph = json.loads((tree / "contracts" / "job-status-graph.json").read_text())
     try:
         module, source = _load_module(tree / CONTRACT_MODULE, "corpus_" + re.sub(r"\W", "_", name))

@@ -199,7 +199,11 @@ def metrics_page(graph: exporter.Graph) -> str:
     """What `GET /metrics` exposes, read from the collector the app registers, fed one of
     everything so that every labelled family shows its labels."""
     registry = CollectorRegistry()
-    registry.register(exporter.StoreCollector(_full_snapshot, graph, _one_heartbeat))
+    registry.register(
+        exporter.StoreCollector(
+            _full_snapshot, graph, _one_heartbeat, refusals=lambda: {("show", "group"): 1}
+        )
+    )
     exposed = exporter.metrics_text(registry).decode()
     rows = []
     for family in text_string_to_metric_families(exposed):
@@ -216,7 +220,10 @@ def metrics_page(graph: exporter.Graph) -> str:
     return (
         NOTICE.format(source="the collector behind `GET /metrics`") + "\n\n# Metrics\n\n"
         "`GET /metrics` answers in Prometheus' text format. Every figure is read from the job "
-        "store when it is scraped, so every `serve` process gives the same ones. The values "
+        "store when it is scraped, so every `serve` process gives the same ones, except "
+        "`reportexport_access_refusals_total`: refused access writes nothing to the store, so "
+        "each process counts its own (and logs each refusal); a firing refused for access is "
+        "counted with the firings, from the store. The values "
         "of `status`, `from_status`, `to_status`, `actor` and `effect` are the fixture's "
         "(see [the lifecycle](lifecycle.md)); a process that stopped cleanly is left out of the "
         "per-process families. [Monitor a deployment](../how-to/operators/monitor.md) has "

@@ -9,10 +9,12 @@ held, not failed); a success closes it. While failures are counting up, claims a
 that no more than `limit` jobs can fail against one dependency even if every export in flight
 fails too; and an export in flight that fails against a dependency whose budget is spent is
 not failed (`failed` answers False) but held, to run again on its own lease once the
-dependency is back (`may_resume`). The held export that takes the trial holds it until its
-attempt ends, however it ends (`release_trial`): a trial that proved nothing (a cancel, a
-query error, a conflict) lets the next one try, so a worker never stops claiming for good.
-While a trial runs, claiming of what it needs stays held and shows as paused.
+dependency is back (`may_resume`). The export that takes the trial (a held one that may
+resume, or one freshly claimed: `started`) holds it until its attempt ends, however it ends
+(`release_trial`): a trial that proved nothing (a cancel, a query error, a conflict) lets the
+next one try, so a worker never stops claiming for good. While a trial runs, claiming of what
+it needs stays held and shows as paused. Probes are spaced by the project's `Backoff`, from
+`first_probe_seconds` doubling to `max_probe_seconds`, by the count of probes failed in a row.
 
 Pure logic with an injected clock; the worker does the I/O.
 """
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from reportexport.core.records import PauseReason
+from reportexport.core.retry import Backoff
 
 STORAGE = ""  # the key of the object store; sources are keyed by name (never empty)
 
@@ -34,9 +37,9 @@ class _Health:
     failures: int = 0
     paused_since: float | None = None
     probe_at: float = 0.0
-    probe_delay: float = 0.0
+    probes_failed: int = 0  # in a row since the pause began: the next probe's backoff
     trial: bool = False  # half-open after a good probe: one job may go through
-    trial_holder: object = None  # the held export running the trial, until its attempt ends
+    trial_holder: object = None  # the export running the trial (held, or freshly claimed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +58,7 @@ class Pacing:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limit = limit
-        self.first_probe_seconds = first_probe_seconds
-        self.max_probe_seconds = max_probe_seconds
+        self.probe_backoff = Backoff(first=first_probe_seconds, ceiling=max_probe_seconds)
         self.clock = clock
         self._health: dict[str, _Health] = {}
         self._lock = threading.Lock()  # exports end on their own threads
@@ -73,8 +75,8 @@ class Pacing:
             health.trial, health.trial_holder = False, None
             if health.failures >= self.limit and health.paused_since is None:
                 health.paused_since = self.clock()
-                health.probe_delay = self.first_probe_seconds
-                health.probe_at = health.paused_since + health.probe_delay
+                health.probes_failed = 0
+                health.probe_at = health.paused_since + self.probe_backoff.wait(1)
             return charged
 
     def probe_succeeded(self, key: str) -> None:
@@ -95,6 +97,15 @@ class Pacing:
                 return True
             return False
 
+    def started(self, key: str, holder: object) -> None:
+        """The export `holder`, freshly claimed, needs `key`: when `key` is half-open with its
+        trial free, this export is its trial (claims of `key` held, and shown as a pause with
+        its reason) until its verdict or `release_trial`."""
+        with self._lock:
+            health = self._health.get(key)
+            if health is not None and health.trial and health.trial_holder is None:
+                health.trial_holder = holder
+
     def release_trial(self, key: str, holder: object) -> None:
         """The attempt of `holder` ended: if it still holds the trial of `key` (it neither
         succeeded nor failed against it), the next export may take the trial."""
@@ -111,8 +122,8 @@ class Pacing:
     def probe_failed(self, key: str) -> None:
         with self._lock:
             health = self._health[key]
-            health.probe_delay = min(health.probe_delay * 2, self.max_probe_seconds)
-            health.probe_at = self.clock() + health.probe_delay
+            health.probes_failed += 1
+            health.probe_at = self.clock() + self.probe_backoff.wait(health.probes_failed + 1)
 
     def due_probes(self) -> list[str]:
         """The paused dependencies whose probe is due (a running trial is their probe)."""

@@ -297,8 +297,11 @@ AuditAction = Literal[
     "set_attribute",
     "unset_attribute",
     "download_file",
+    "pause_schedule",
 ]
-AuditObject = Literal["side_effect", "delivery", "job", "webhook_endpoint", "person", "group"]
+AuditObject = Literal[
+    "side_effect", "delivery", "job", "webhook_endpoint", "person", "group", "schedule"
+]
 # Where a membership or an attribute came from: an operator, or the identity provider.
 Origin = Literal["operator", "provider"]
 

@@ -392,21 +392,21 @@ def cmd_users_access(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_users_set(runtime: Runtime, args: argparse.Namespace) -> int:
-    done = runtime.access.set_attribute(SHELL, args.name, args.attribute, args.value)
+    withdrawn = runtime.access.set_attribute(SHELL, args.name, args.attribute, args.value)
     print(f"{args.name}: {args.attribute} = {args.value}")
-    return _say_withdrawn(args.name, done)
+    return _say_withdrawn(args.name, withdrawn)
 
 
 def cmd_users_unset(runtime: Runtime, args: argparse.Namespace) -> int:
-    done = runtime.access.unset_attribute(SHELL, args.name, args.attribute)
+    withdrawn = runtime.access.unset_attribute(SHELL, args.name, args.attribute)
     print(f"{args.name}: {args.attribute} removed")
-    return _say_withdrawn(args.name, done)
+    return _say_withdrawn(args.name, withdrawn)
 
 
 def cmd_users_suspend(runtime: Runtime, args: argparse.Namespace) -> int:
-    done = runtime.access.suspend(SHELL, args.name, args.reason)
+    withdrawn = runtime.access.suspend(SHELL, args.name, args.reason)
     print(f"{args.name}: suspended; their token and dashboard sessions stopped")
-    return _say_withdrawn(args.name, done)
+    return _say_withdrawn(args.name, withdrawn)
 
 
 def cmd_users_email(runtime: Runtime, args: argparse.Namespace) -> int:
@@ -442,9 +442,9 @@ def cmd_groups_create(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_groups_delete(runtime: Runtime, args: argparse.Namespace) -> int:
-    done = runtime.access.delete_group(SHELL, args.group)
+    withdrawn = runtime.access.delete_group(SHELL, args.group)
     print(f"group {args.group} deleted")
-    return _say_withdrawn("its members", done)
+    return _say_withdrawn("its members", withdrawn)
 
 
 def cmd_groups_members(runtime: Runtime, args: argparse.Namespace) -> int:
@@ -460,17 +460,17 @@ def cmd_groups_add(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_groups_remove(runtime: Runtime, args: argparse.Namespace) -> int:
-    done = runtime.access.remove_member(SHELL, args.group, args.name)
+    withdrawn = runtime.access.remove_member(SHELL, args.group, args.name)
     print(f"{args.name} left {args.group}")
-    return _say_withdrawn(args.name, done)
+    return _say_withdrawn(args.name, withdrawn)
 
 
-def _say_withdrawn(whose: str, done: Withdrawn) -> int:
-    if done.canceled:
-        print(f"canceled, access withdrawn: export(s) {', '.join(map(str, done.canceled))}")
-    if done.paused:
-        print(f"paused, access withdrawn: schedule(s) {', '.join(map(str, done.paused))}")
-    if not done.canceled and not done.paused:
+def _say_withdrawn(whose: str, withdrawn: Withdrawn) -> int:
+    if withdrawn.canceled:
+        print(f"canceled, access withdrawn: export(s) {', '.join(map(str, withdrawn.canceled))}")
+    if withdrawn.paused:
+        print(f"paused, access withdrawn: schedule(s) {', '.join(map(str, withdrawn.paused))}")
+    if not withdrawn.canceled and not withdrawn.paused:
         print(f"nothing of {whose} was queued, running or scheduled that this withdraws")
     return 0
 
@@ -518,10 +518,10 @@ def cmd_db_purge(runtime: Runtime, args: argparse.Namespace) -> int:
               "be removed with their history, side effects, deliveries and downloads")  # fmt: skip
         print("run again with --yes to purge them")
         return 0
-    done = retention.purge(before, person=args.person)
-    print(f"{url}: purge {done.id} removed {done.jobs} jobs, {done.history_rows} history rows, "
-          f"{done.side_effect_rows} side-effect rows, {done.deliveries} deliveries and "
-          f"{done.downloads} download records")  # fmt: skip
+    purge = retention.purge(before, person=args.person)
+    print(f"{url}: purge {purge.id} removed {purge.jobs} jobs, {purge.history_rows} history rows, "
+          f"{purge.side_effect_rows} side-effect rows, {purge.deliveries} deliveries and "
+          f"{purge.downloads} download records")  # fmt: skip
     return 0
 
 

@@ -429,9 +429,14 @@ class Worker:
     # -- one export --------------------------------------------------------------------------
 
     def _begin(self, claim: Claim) -> None:
-        running = Running(lease=claim.lease, cancel=CancelToken(), source=claim.job.source)
+        job = claim.job
+        running = Running(lease=claim.lease, cancel=CancelToken(), source=job.source)
         with self._lock:
-            self._running[claim.job.id] = running
+            self._running[job.id] = running
+        # A claim let through by a half-open store or source is its trial: claims of it stay
+        # held, and the heartbeat shows the pause, until the attempt ends (see `_execute`).
+        self.pacing.started(STORAGE, job.id)
+        self.pacing.started(job.source, job.id)
         self._pool.submit(self._execute, claim, running)
 
     def _execute(self, claim: Claim, running: Running) -> None:
@@ -596,23 +601,36 @@ class Worker:
     def _hold(self, running: Running) -> bool:
         """Wait, still running under the lease (the lease loop renews it), until the held
         dependency may be tried again: True to run the export again, False if it ended
-        meanwhile (a cancel, a lost lease, shutdown: ended here as the reason says)."""
+        meanwhile (a cancel, a lost lease, shutdown: ended here as the reason says).
+
+        The half-open trial this export may have taken as it was let through is given back
+        however it ends here: a cancel landing just after `may_resume` said yes would
+        otherwise keep the trial taken for good (no claims, and no probe either)."""
         key = running.held or STORAGE
+        job_id = running.lease.job_id
         log.warning(
             "job %s: %s failed it past the pause's budget; held on its lease until it is back",
-            running.lease.job_id,
+            job_id,
             _named(key),
-            extra={"job_id": running.lease.job_id},
+            extra={"job_id": job_id},
         )
         running.sink = None
-        while not self.pacing.may_resume(key, running.lease.job_id):
-            if running.cancel.wait(0.5):
-                reason = running.cancel.reason or ""
-                if reason in STOP_MESSAGES:
-                    self._fail(running, reason, STOP_MESSAGES[reason])
-                return False
+        resumes = False
+        try:
+            while not self.pacing.may_resume(key, job_id):
+                if running.cancel.wait(0.5):
+                    break
+            resumes = not running.cancel.cancelled
+        finally:
+            if not resumes:
+                self.pacing.release_trial(key, job_id)
+        if not resumes:
+            reason = running.cancel.reason or ""
+            if reason in STOP_MESSAGES:
+                self._fail(running, reason, STOP_MESSAGES[reason])
+            return False
         running.held = None
-        return not running.cancel.cancelled
+        return True
 
     def _deadline(self, running: Running, *, reap_grace: bool = False) -> float:
         """Until when (monotonic) the lease is surely still ours, from its last renewal; with

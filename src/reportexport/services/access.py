@@ -218,7 +218,10 @@ class AccessService:
             if refusal is None:
                 continue
             reason = f"access withdrawn ({why}): {refusal.reason_for(person)}"
-            if self.schedules.pause(schedule.id, now=self.exports.clock(), reason=reason):
+            audit = _pause_entry(by, schedule.id, reason)
+            if self.schedules.pause(
+                schedule.id, now=self.exports.clock(), reason=reason, audit=audit
+            ):
                 paused.append(schedule.id)
                 log.info("schedule %s of %s paused: %s", schedule.id, person, reason)
         return Withdrawn(canceled=tuple(canceled), paused=tuple(paused))
@@ -252,7 +255,12 @@ class AccessService:
             schedule.id
             for schedule in self.schedules.listed(person, limit=MAX_PAGE)
             if schedule.paused_at is None
-            and self.schedules.pause(schedule.id, now=self.exports.clock(), reason=why)
+            and self.schedules.pause(
+                schedule.id,
+                now=self.exports.clock(),
+                reason=why,
+                audit=_pause_entry(by, schedule.id, why),
+            )
         ]
         return Withdrawn(canceled=tuple(canceled), paused=tuple(paused))
 
@@ -260,9 +268,9 @@ class AccessService:
         canceled: list[int] = []
         paused: list[int] = []
         for person in people:
-            done = self.withdraw(person, by, why)
-            canceled += done.canceled
-            paused += done.paused
+            withdrawn = self.withdraw(person, by, why)
+            canceled += withdrawn.canceled
+            paused += withdrawn.paused
         return Withdrawn(canceled=tuple(canceled), paused=tuple(paused))
 
     def _refusal(
@@ -316,6 +324,18 @@ def _audit(
     _operator(by)
     return AuditEntry(
         person=by.name, action=action, object_kind=kind, object_id=object_id, detail=detail
+    )
+
+
+def _pause_entry(by: str, schedule_id: int, reason: str) -> AuditEntry:
+    """A schedule paused because its owner lost access, as done by `by` (an operator, or the
+    identity provider)."""
+    return AuditEntry(
+        person=by,
+        action="pause_schedule",
+        object_kind="schedule",
+        object_id=str(schedule_id),
+        detail=reason,
     )
 
 

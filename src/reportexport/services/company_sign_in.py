@@ -42,6 +42,7 @@ from reportexport.identity.provider import (
 )
 from reportexport.services.access import PROVIDER, AccessService
 from reportexport.services.errors import InvalidInputError
+from reportexport.services.refusals import AccessRefusals
 from reportexport.services.sessions import Started as SessionStarted
 from reportexport.store import DashboardSessions, UserExistsError, Users
 from reportexport.store.groups import Groups
@@ -95,7 +96,9 @@ class CompanySignIn:
         lifetime: timedelta,
         recheck: timedelta,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        refusals: AccessRefusals | None = None,
     ) -> None:
+        self.refusals = refusals or AccessRefusals()
         self.provider = provider
         self.users = users
         self.groups = groups
@@ -121,16 +124,26 @@ class CompanySignIn:
 
     def finish(self, *, code: str, code_verifier: str, nonce: str, client: str) -> SessionStarted:
         """The session of the person the provider's code stands for (made at their first
-        sign-in); SignInRefusedError when the provider refused or could not be trusted."""
+        sign-in); SignInRefusedError when the provider refused or could not be trusted, or an
+        operator revoked or suspended the person (each refusal logged and counted)."""
         try:
             identity = self.provider.finish(code=code, code_verifier=code_verifier, nonce=nonce)
         except ProviderRefusedError as exc:
+            self.refusals.refused("sign_in", "provider", f"the identity provider said {exc}")
             raise SignInRefusedError(f"your company's sign-in refused: {exc}") from None
         except ProviderError as exc:
             raise SignInRefusedError(f"the company sign-in failed: {exc}") from None
         user = self._person(identity)
         if user.revoked_at is not None or user.token_revoked_at is not None:
+            self.refusals.refused("sign_in", "revoked", f"{user.name} is revoked")
             raise SignInRefusedError(f"{user.name} may not sign in here: an operator revoked them")
+        if user.suspended_at is not None:
+            why = f": {user.suspend_reason}" if user.suspend_reason else ""
+            self.refusals.refused("sign_in", "suspended", f"{user.name} is suspended{why}")
+            raise SignInRefusedError(
+                f"{user.name} may not sign in here: {user.suspended_by or 'an operator'} "
+                f"suspended them{why}"
+            )
         self._sync(user, identity)
         now = self.clock()
         session_id = secrets.token_urlsafe(32)
@@ -141,6 +154,11 @@ class CompanySignIn:
         )  # fmt: skip
         log.info("%s signed in through the identity provider", user.name)
         return SessionStarted(session_id=session_id, user=user, expires_at=expires_at)
+
+    def refused_at_provider(self, said: str) -> None:
+        """The provider sent the browser back refused (the person denied, or was denied there):
+        logged and counted as every refused access is."""
+        self.refusals.refused("sign_in", "provider", f"the identity provider said {said}")
 
     def still_in(self, session_id: str, user: User) -> bool:
         """Whether an open session may go on: a token's session always; a provider's after

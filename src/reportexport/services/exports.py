@@ -62,6 +62,7 @@ from reportexport.services.errors import (
     NotFoundError,
     OverLimitError,
 )
+from reportexport.services.refusals import AccessRefusals, RefusedPath
 from reportexport.store import (
     Deliveries,
     EffectStore,
@@ -189,7 +190,9 @@ class ExportService:
         members: MemberBook | None = None,
         audit: AuditLog | None = None,
         deliveries: Deliveries | None = None,
+        refusals: AccessRefusals | None = None,
     ) -> None:
+        self.refusals = refusals or AccessRefusals()
         self.members = members
         self.deliveries = deliveries
         self.audit = audit
@@ -219,9 +222,10 @@ class ExportService:
         describes one by one; it is the same for everyone)."""
         return [query for query in self.catalog.queries.values() if query.access.for_everyone]
 
-    def saved_query(self, person: Person, name: str) -> SavedQuery:
-        """A saved query `person` may run; NotFoundError for any other, as for none."""
-        query = self._runnable(person, name)
+    def saved_query(self, person: Person, name: str, *, path: RefusedPath = "show") -> SavedQuery:
+        """A saved query `person` may run; NotFoundError for any other, as for none (`path`
+        names what they were doing, for the count of refusals)."""
+        query = self._runnable(person, name, path=path)
         if query is None:
             raise NotFoundError(f"no saved query {quoted(name)}")
         return query
@@ -249,22 +253,33 @@ class ExportService:
             return None
         return query.access.refusal(member)
 
-    def _runnable(self, person: Person, name: str) -> SavedQuery | None:
+    def _runnable(self, person: Person, name: str, *, path: RefusedPath) -> SavedQuery | None:
+        """The saved query when `person` may run it; None when it is missing or hidden from
+        them (a hidden one is logged and counted as a refusal of `path`)."""
         query = self.catalog.queries.get(name)
         if query is None:
             return None
-        if query.access.for_everyone or query.access.refusal(self.member(person)) is None:
+        if query.access.for_everyone:
             return query
+        member = self.member(person)
+        refusal = query.access.refusal(member)
+        if refusal is None:
+            return query
+        reason = refusal.reason_for(person.name)
+        self._refused(path, refusal, f"{person.name} asked for {quoted(name)}, hidden: {reason}")
         return None
 
-    def _require_access(self, member: Member, saved_query: str, *, doing: str) -> None:
+    def _require_access(self, member: Member, saved_query: str, *, path: RefusedPath) -> None:
         refusal = self.refusal(member, saved_query)
         if refusal is not None:
-            raise AccessRefusedError(
-                f"{member.name} may not {doing} {quoted(saved_query)}: "
-                + refusal.reason_for(member.name),
-                access_rule=refusal.names,
-            )
+            doing = "download" if path in ("download", "link") else "run"
+            reason = refusal.reason_for(member.name)
+            detail = f"{member.name} may not {doing} {quoted(saved_query)}: {reason}"
+            self._refused(path, refusal, detail)
+            raise AccessRefusedError(detail, access_rule=refusal.names)
+
+    def _refused(self, path: RefusedPath, refusal: Refusal, message: str) -> None:
+        self.refusals.refused(path, "group" if refusal.rule is not None else "bind", message)
 
     # -- creating jobs -------------------------------------------------------------------------
 
@@ -288,7 +303,7 @@ class ExportService:
         none).
         """
         key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, person.name)
-        query = self._runnable(person, saved_query)
+        query = self._runnable(person, saved_query, path="create")
         if query is None:
             raise InvalidInputError(
                 "saved_query",
@@ -357,7 +372,7 @@ class ExportService:
             gone = f"the saved query {quoted(saved_query)} is no longer in the catalog"
             raise NotFoundError(gone)
         member = self.owner(owner)
-        self._require_access(member, saved_query, doing="run")
+        self._require_access(member, saved_query, path="schedule")
         new = new_export(
             query,
             without_bound(query, parameters),
@@ -400,7 +415,7 @@ class ExportService:
                 title="Saved query removed",
             )
         owner = self.member(person) if old.owner == person.name else self.owner(old.owner)
-        self._require_access(owner, old.saved_query, doing="run")
+        self._require_access(owner, old.saved_query, path="rerun")
         try:
             new = new_export(
                 query,
@@ -714,14 +729,14 @@ class ExportService:
                 job = self._detail(job_id).job
             except NotFoundError:
                 raise GoneError("the file is no longer stored") from None
-            self._require_access(self.owner(job.owner), job.saved_query, doing="download")
+            self._require_access(self.owner(job.owner), job.saved_query, path="link")
         return self._open(key, file_name)
 
     def _may_download(self, person: Person, job: Job, *, audited: bool = True) -> None:
         """A person downloads their file while its query's rules include them; an operator
         downloads anyone's, and downloading someone else's is recorded in the audit."""
         if job.owner == person.name:
-            self._require_access(self.member(person), job.saved_query, doing="download")
+            self._require_access(self.member(person), job.saved_query, path="download")
         elif person.is_operator and audited and self.audit is not None:
             self.audit.record(
                 AuditEntry(

@@ -432,7 +432,7 @@ class ScheduleService:
 
     def _runnable(self, person: Person, saved_query: str) -> SavedQuery | None:
         try:
-            return self.exports.saved_query(person, saved_query)
+            return self.exports.saved_query(person, saved_query, path="schedule")
         except NotFoundError:
             return None
 

@@ -4,7 +4,14 @@ entry in one transaction."""
 
 from __future__ import annotations
 
-from reportexport.core.records import AuditEntry, Group, Origin, PersonAccess
+from reportexport.core.records import (
+    AuditAction,
+    AuditEntry,
+    AuditObject,
+    Group,
+    Origin,
+    PersonAccess,
+)
 from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver, Session
 
@@ -141,22 +148,28 @@ class Groups:
         with self.driver.write() as session:
             had = {row["name"] for row in session.rows("provider_groups_of_user", mine)}
             for group in sorted(had - groups):
-                session.rows("remove_provider_member", {**mine, "group_name": group})
+                if session.rows("remove_provider_member", {**mine, "group_name": group}):
+                    _provider_audit(session, "remove_member", "group", group, f"removed {person}")
                 lost_groups.append(group)
             for group in sorted(groups - had):
                 joined = {"group_name": group, "user_name": person, "origin": "provider",
                           "added_by": PROVIDER_NAME}  # fmt: skip
-                session.rows("add_member", joined)
+                if session.rows("add_member", joined):
+                    _provider_audit(session, "add_member", "group", group, f"added {person}")
             rows = session.rows("attributes_of_user", {"name": person})
             current = {row["name"]: row["value"] for row in rows}
             for attribute, value in sorted(attributes.items()):
                 if value is None:
                     if session.rows("unset_provider_attribute", {**mine, "attribute": attribute}):
+                        removed = f"{attribute} removed"
+                        _provider_audit(session, "unset_attribute", "person", person, removed)
                         lost_attributes.append(attribute)
                 elif current.get(attribute) != value:
                     given = {"user_name": person, "attribute": attribute, "value": value,
                              "origin": "provider", "set_by": PROVIDER_NAME}  # fmt: skip
                     session.rows("set_attribute", given)
+                    said = f"{attribute} = {value}"
+                    _provider_audit(session, "set_attribute", "person", person, said)
                     if attribute in current:
                         lost_attributes.append(attribute)
         return lost_groups, lost_attributes
@@ -165,6 +178,17 @@ class Groups:
         """The names of the attributes somebody has."""
         with self.driver.read() as session:
             return frozenset(row["name"] for row in session.rows("known_attributes"))
+
+
+def _provider_audit(
+    session: Session, action: AuditAction, kind: AuditObject, object_id: str, detail: str
+) -> None:
+    """What the identity provider's sign-in changed, in the audit as the operators' changes
+    are, the person acting being the identity provider."""
+    entry = AuditEntry(
+        person=PROVIDER_NAME, action=action, object_kind=kind, object_id=object_id, detail=detail
+    )
+    write_entry(session, entry)
 
 
 def _audit(session: Session, audit: AuditEntry | None) -> None:

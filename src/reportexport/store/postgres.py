@@ -237,7 +237,7 @@ class PostgresSession:
         prepared = _PREPARED.setdefault(self.conn, {})
         new = [q for q in dict.fromkeys(q for q, _ in statements) if q not in prepared]
         for query in new:  # new names: a failed message may have prepared some of them
-            prepared[query] = f"reportexport_{query}_{next(_NAMES)}"
+            prepared[query] = f"{PREPARED_PREFIX}{query}_{next(_NAMES)}"
         parts = [f"PREPARE {prepared[q]} AS {_positional(self.queries[q])[1]}" for q in new]
         try:
             with psycopg.ClientCursor(self.conn) as cur:
@@ -262,7 +262,10 @@ class PostgresSession:
         self.conn.execute(SERIALISE, (key,))
 
 
-# The statements `together` has prepared on each open connection, by query name.
+# The statements `together` has prepared on each open connection, by query name, each named
+# this prefix, the query's name and a number: what a session sends once prepared is
+# `EXECUTE reportexport_finish_job_7(...)` (the fault suite recognises a finish by it).
+PREPARED_PREFIX = "reportexport_"
 _PREPARED: weakref.WeakKeyDictionary[Connection, dict[str, str]] = weakref.WeakKeyDictionary()
 _NAMES = itertools.count(1)
 _PLACEHOLDER = re.compile(r"%\(([a-z_][a-z0-9_]*)\)s")

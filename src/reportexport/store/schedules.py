@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from reportexport.core.records import Firing, Schedule, ScheduleTotals
+from reportexport.core.records import AuditEntry, Firing, Schedule, ScheduleTotals
+from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver, Row
 from reportexport.store.errors import StoreError
 
@@ -73,11 +74,16 @@ class ScheduleStore:
             rows = session.rows("list_schedules", params)
         return [self._schedule(row) for row in rows]
 
-    def pause(self, schedule_id: int, *, now: datetime, reason: str) -> Schedule | None:
-        """The paused schedule; None when it was paused already or does not exist."""
+    def pause(
+        self, schedule_id: int, *, now: datetime, reason: str, audit: AuditEntry | None = None
+    ) -> Schedule | None:
+        """The paused schedule; None when it was paused already or does not exist. `audit`
+        is written in the same transaction when it pauses."""
         params = {"id": schedule_id, "now": self.codec.moment(now), "reason": reason}
         with self.driver.write() as session:
             row = session.row("pause_schedule", params)
+            if row is not None and audit is not None:
+                write_entry(session, audit)
         return None if row is None else self._schedule(row)
 
     def resume(self, schedule_id: int, *, next_fire_at: datetime | None) -> Schedule | None:

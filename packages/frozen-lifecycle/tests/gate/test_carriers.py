@@ -1,16 +1,21 @@
 """Findings tied to what carries the lifecycle: with `status-types`, `holders` and `moves`
 configured, the rules judge the configured enum, SQL type and moves, and words elsewhere
-(another enum, a mapping, a test double's list, a task named like an alias) are no finding."""
+(another enum, a mapping, a test double's list, a task named like an alias) are no finding;
+with `job-models`, `status-columns` and `job-tables`, the job's model, column and tables are
+named instead of guessed."""
 
 from __future__ import annotations
 
 import ast
+import json
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 from snippets import LEXICON
 
+from conftest import STARTER_FIXTURE, run_gate
 from frozen_lifecycle.gate.config import Carriers, ConfigError, load_config
 from frozen_lifecycle.gate.lexicon import Lexicon
 from frozen_lifecycle.gate.python_rules import PythonRules
@@ -222,3 +227,157 @@ def test_a_test_then_an_assignment_is_a_move() -> None:
             job["status"] = "running"
         """
     assert [line for line, _, _ in found(words, LEXICON)] == [2]
+
+
+# A repository whose jobs are `tasks`, beside `schedules` whose status takes the same words.
+TASKS_AND_SCHEDULES = {
+    "db/queries.sql": """\
+        CREATE TABLE tasks (id bigint PRIMARY KEY, status text NOT NULL);
+        CREATE TABLE schedules (id bigint PRIMARY KEY, status text NOT NULL);
+        -- A schedule's own lifecycle, in the same words as a task's.
+        UPDATE schedules SET status = 'paused' WHERE id = $1 AND status = 'running';
+        UPDATE schedules SET status = 'queued' WHERE id = $1;
+        UPDATE schedules SET status = 'running' WHERE id = $1 AND status = 'canceled';
+        INSERT INTO schedules (id, status) VALUES ($1, 'running');
+        -- The tasks: one drift each.
+        UPDATE tasks SET status = 'queued' WHERE id = $1 AND status = 'succeeded';
+        UPDATE tasks SET status = 'running' WHERE id = $1;
+        INSERT INTO tasks (id, status) VALUES ($1, 'running');
+        """,
+    "app/store.py": """\
+        class Task(Model):
+            status = CharField(default="running")
+
+
+        class Schedule(Model):
+            status = CharField(default="running")
+
+
+        def rearm(db, schedule_id):
+            db.execute("UPDATE schedules SET status = 'queued' WHERE id = %s AND status = 'failed'")
+            Schedule(status="running")
+            Task(status="succeeded")
+        """,
+}
+
+
+def gate_findings(root: Path, config: str) -> list[tuple[str, int, str]]:
+    """The gate's findings in a repository of TASKS_AND_SCHEDULES with that gate.toml."""
+    (root / "contracts").mkdir()
+    shutil.copy(STARTER_FIXTURE, root / "contracts" / "job-status-graph.json")
+    for name, text in TASKS_AND_SCHEDULES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    (root / "gate.toml").write_text(config)
+    ran = run_gate(root, "--format", "json")
+    assert ran.returncode in (0, 1), ran.stderr
+    findings = json.loads(ran.stdout)
+    return [(f["path"], f["line"], f["code"]) for f in findings if f["code"] != "states-missing"]
+
+
+def test_only_the_configured_job_tables_and_models_are_judged(tmp_path: Path) -> None:
+    """With job-tables and job-models named, a schedule's moves in the job's words are no
+    finding, and the tasks' moves and creations are."""
+    config = 'job-tables = ["tasks"]\njob-models = ["Task"]\n'
+    assert gate_findings(tmp_path, config) == [
+        ("app/store.py", 2, "not-initial"),
+        ("app/store.py", 12, "not-initial"),
+        ("db/queries.sql", 9, "undeclared-edge"),
+        ("db/queries.sql", 10, "no-source-state"),
+        ("db/queries.sql", 11, "not-initial"),
+    ]
+
+
+def test_without_job_tables_every_updated_status_is_judged(tmp_path: Path) -> None:
+    """Without the keys the gate guesses as it did: any table's `UPDATE ... SET status`, an
+    `INSERT` into a table named for jobs (not `tasks`), no model's constructor."""
+    assert gate_findings(tmp_path, "") == [
+        ("app/store.py", 10, "undeclared-edge"),
+        ("db/queries.sql", 4, "unknown-status"),
+        ("db/queries.sql", 5, "no-source-state"),
+        ("db/queries.sql", 5, "undeclared-edge"),
+        ("db/queries.sql", 6, "undeclared-edge"),
+        ("db/queries.sql", 9, "undeclared-edge"),
+        ("db/queries.sql", 10, "no-source-state"),
+    ]
+
+
+def test_a_configured_status_column_is_the_one_read() -> None:
+    """With status-columns named, SQL moves and a job model's field are read on that column,
+    and another column named status is another thing's."""
+    lexicon = LEXICON.with_jobs(["Task"], ["state"], ["tasks"])
+    sql = """
+        UPDATE tasks SET state = 'queued', status = 'x' WHERE id = $1 AND state = 'succeeded';
+        UPDATE tasks SET status = 'queued' WHERE id = $1 AND status = 'succeeded';
+        INSERT INTO tasks (id, status, state) VALUES ($1, 'running', 'running');
+        SELECT id FROM tasks WHERE state = 'stalled';
+        """
+    assert sql_found(sql, lexicon) == [
+        (1, "undeclared-edge"),
+        (3, "not-initial"),
+        (4, "unknown-status"),
+    ]
+    source = """
+        class Task(Model):
+            state = CharField(default="running")
+            status = CharField(default="running")
+        """
+    assert [(line, code) for line, code, _ in found(source, lexicon)] == [(2, "not-initial")]
+
+
+def test_the_job_names_are_read_from_the_configuration(tmp_path: Path) -> None:
+    (tmp_path / "gate.toml").write_text(
+        'job-models = ["Task"]\nstatus-columns = ["state"]\njob-tables = ["public.tasks"]\n'
+    )
+    carriers = load_config(tmp_path).carriers
+    assert (carriers.job_models, carriers.status_columns, carriers.job_tables) == (
+        ("Task",),
+        ("state",),
+        ("public.tasks",),
+    )
+    assert not carriers.configured  # naming the job does not switch to reading by carriers
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['job-tables = "tasks"\n', "job-tables = []\n", 'status-columns = ["a state"]\n'],
+)
+def test_a_malformed_job_name_is_refused(tmp_path: Path, line: str) -> None:
+    (tmp_path / "gate.toml").write_text(line)
+    with pytest.raises(ConfigError, match="must be a list of"):
+        load_config(tmp_path)
+
+
+def test_a_statement_that_writes_no_other_table_is_still_read() -> None:
+    """Job tables named, a write to another table is its own, and every other statement (a
+    read, a write to a job table that also writes history, a PL/pgSQL body) is read."""
+    lexicon = LEXICON.with_jobs([], [], ["tasks"])
+    sql = """
+        UPDATE schedules SET status = 'paused' WHERE id = $1 AND status = 'succeeded';
+        SELECT id FROM task_history WHERE to_status = 'stalled';
+        WITH moved AS (UPDATE tasks SET status = 'queued' WHERE status = 'failed' RETURNING id)
+        INSERT INTO task_history (task_id) SELECT id FROM moved;
+        DO $$ BEGIN
+            UPDATE schedules SET status = 'running' WHERE status = 'canceled';
+            UPDATE tasks SET status = 'running' WHERE status = 'canceled';
+        END $$;
+        """
+    assert sql_found(sql, lexicon) == [
+        (2, "unknown-status"),
+        (3, "undeclared-edge"),
+        (7, "undeclared-edge"),
+    ]
+
+
+def test_named_job_models_replace_the_guessed_ones() -> None:
+    """With job-models named, those models make jobs, and no other class is taken for one:
+    not `NewJob`, not a class whose name ends in Job."""
+    source = """
+        NewJob(status="running")
+        ExportJob(status="running")
+        Task(status="running")
+        Task.objects.create(status="running")
+        """
+    named = LEXICON.with_jobs(["Task"], [], [])
+    assert [line for line, _, _ in found(source, named)] == [3, 4]
+    assert [line for line, _, _ in found(source, LEXICON)] == [1]  # the guess, as before

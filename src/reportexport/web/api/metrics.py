@@ -1,4 +1,5 @@
-"""Prometheus metrics, read from the job store at scrape time.
+"""Prometheus metrics, read from the job store at scrape time (refused access alone is this
+process's own count: a refusal writes nothing to the store).
 
 Status label values come from the fixture alone; a count the database has for a word the fixture
 lacks (impossible while the guards stand) would not be exported.
@@ -6,7 +7,7 @@ lacks (impossible while the guards stand) would not be exported.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -22,10 +23,12 @@ class StoreCollector(Collector):
         snapshot: Callable[[], MetricsSnapshot],
         graph: Graph,
         heartbeats: Callable[[], list[Heartbeat]] = list,
+        refusals: Callable[[], Mapping[tuple[str, str], int]] = dict,
     ) -> None:
         self.snapshot = snapshot
         self.graph = graph
         self.heartbeats = heartbeats
+        self.refusals = refusals
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self.snapshot()
@@ -73,6 +76,16 @@ class StoreCollector(Collector):
         yield from self._sharing(snapshot)
         yield from self._schedules(snapshot)
         yield from self._processes()
+        refused = CounterMetricFamily(
+            "reportexport_access_refusals",
+            "Access refused by this process since it started, by what was asked (path: show, "
+            "create, rerun, schedule, download, link, sign_in) and what refused it (rule: group, "
+            "bind, provider, revoked, suspended)",
+            labels=["path", "rule"],
+        )
+        for (path, rule), count in sorted(self.refusals().items()):
+            refused.add_metric([path, rule], count)
+        yield refused
 
     def _sharing(self, snapshot: MetricsSnapshot) -> Iterator[Metric]:
         """How sources and turns are shared: each source's cap and slots taken, and whether one

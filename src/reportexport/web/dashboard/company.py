@@ -73,6 +73,7 @@ async def callback(
         return _not_here(request)
     if error:  # grants nothing, so it needs no state (some providers send none with it)
         said = f"{error}: {error_description}" if error_description else error
+        company.refused_at_provider(said[:300])
         return _refused(request, f"Your company's sign-in refused: {said[:300]}.")
     carried = _carried(request)
     if carried is None or not hmac.compare_digest(

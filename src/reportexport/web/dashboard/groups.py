@@ -144,10 +144,10 @@ def remove_member(
             fields=[],
         )
     try:
-        done = parts(request).access.remove_member(user, group, name)
+        withdrawn = parts(request).access.remove_member(user, group, name)
     except NotFoundError as exc:
         return redirect(request, back, "warning", f"{exc.detail[:1].upper()}{exc.detail[1:]}.")
-    return redirect(request, back, "success", f"{name} left {group}. {_said(done)}")
+    return redirect(request, back, "success", f"{name} left {group}. {_said(withdrawn)}")
 
 
 @member_forms.post(GROUPS + "/{group}/delete")
@@ -169,19 +169,19 @@ def delete_group(
             fields=[],
         )
     try:
-        done = parts(request).access.delete_group(user, group)
+        withdrawn = parts(request).access.delete_group(user, group)
     except NotFoundError as exc:
         return redirect(request, GROUPS, "warning", f"{exc.detail[:1].upper()}{exc.detail[1:]}.")
-    return redirect(request, GROUPS, "success", f"The group {group} is deleted. {_said(done)}")
+    return redirect(request, GROUPS, "success", f"The group {group} is deleted. {_said(withdrawn)}")
 
 
-def _said(done: Withdrawn) -> str:
+def _said(withdrawn: Withdrawn) -> str:
     parts_said = []
-    if done.canceled:
-        listed = ", ".join(f"#{job}" for job in done.canceled)
+    if withdrawn.canceled:
+        listed = ", ".join(f"#{job}" for job in withdrawn.canceled)
         parts_said.append(f"Canceled, access withdrawn: export {listed}.")
-    if done.paused:
-        listed = ", ".join(f"#{schedule}" for schedule in done.paused)
+    if withdrawn.paused:
+        listed = ", ".join(f"#{schedule}" for schedule in withdrawn.paused)
         parts_said.append(f"Paused: schedule {listed}.")
     return " ".join(parts_said) or "Nothing was queued, running or scheduled that this withdraws."
 

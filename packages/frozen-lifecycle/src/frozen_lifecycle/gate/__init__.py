@@ -106,6 +106,11 @@ class Scanner:
             lexicon = lexicon.with_carriers(
                 carriers.status_types, dict(carriers.holders), dict(carriers.moves)
             )
+        if carriers is not None:
+            lexicon = lexicon.with_jobs(
+                carriers.job_models, carriers.status_columns, carriers.job_tables
+            )
+        if carriers is not None and carriers != Carriers():
             self.fingerprint += repr(carriers)
         self.python = PythonRules(lexicon)
         self.text = TextRules(lexicon)

@@ -18,6 +18,9 @@ holders = { FinishedRegistry = "finished" }  # classes whose methods act on jobs
 moves = { _enqueue_job = "queued" }           # calls that put a job in a state
 check-transition = "shop.jobs:check_transition"  # what the contract tests call: (from, to, actor)
 create-job = "shop.jobs:create_job"              # create_job(status=...) makes no job elsewhere
+job-models = ["ExportJob"]        # the job's model classes (default: a class named *Job)
+status-columns = ["status"]       # the job's status column (default: status)
+job-tables = ["jobs"]             # the job's SQL tables (default: jobs, job, *_jobs; any UPDATE)
 ```
 
 Patterns are paths relative to the root with `*` (within a name), `**` (any depth) and `?`;
@@ -52,9 +55,12 @@ _WORDS = ("notify-channel", "generated-by")
 # module under contract).
 _FUNCTIONS = ("check-transition", "create-job")
 _LISTS = ("paths", "exclude", "strict", "regions", "status-types")
+# What the job is in the repository's code and SQL (see Carriers): lists of names.
+_JOB_NAMES = ("job-models", "status-columns", "job-tables")
+_NAME = re.compile(r"[A-Za-z_][\w$]*(?:\.[A-Za-z_][\w$]*)*")
 # What carries the lifecycle in a repository (see Carriers), name -> state.
 _TABLES = ("holders", "moves")
-_KEYS = frozenset((*_PATHS, *_WORDS, *_FUNCTIONS, *_LISTS, *_TABLES))
+_KEYS = frozenset((*_PATHS, *_WORDS, *_FUNCTIONS, *_LISTS, *_JOB_NAMES, *_TABLES))
 
 
 class ConfigError(ValueError):
@@ -72,11 +78,21 @@ class Carriers:
     `holders` are classes whose methods act on jobs in one state (a registry of finished
     jobs); `moves` are calls that put a job in a state (`_enqueue_job` -> the queued state), so
     a holder's method that makes one is a move from the holder's state to the call's.
+
+    `job_models`, `status_columns` and `job_tables` say what the job is: its model classes
+    (whose constructors, managers' `create` and status field default make a job in the initial
+    state), the column that holds its status, and the SQL tables it lives in (a statement
+    that writes only other tables, an `UPDATE` or `INSERT` of a schedule, is not a job's).
+    Unset, they are guessed by name: a class named `*Job`, `status`, `jobs` (and any table for
+    an `UPDATE`). They do not make the gate read by carriers: that is `configured`.
     """
 
     status_types: tuple[str, ...] = ()
     holders: tuple[tuple[str, str], ...] = ()
     moves: tuple[tuple[str, str], ...] = ()
+    job_models: tuple[str, ...] = ()
+    status_columns: tuple[str, ...] = ()
+    job_tables: tuple[str, ...] = ()
 
     @property
     def configured(self) -> bool:
@@ -175,6 +191,9 @@ def _config(table: dict[str, Any], source: str) -> Config:
             status_types=_strings(table, "status-types", source),
             holders=_names(table, "holders", source),
             moves=_names(table, "moves", source),
+            job_models=_job_names(table, "job-models", source),
+            status_columns=_job_names(table, "status-columns", source),
+            job_tables=_job_names(table, "job-tables", source),
         ),
         source=source,
     )
@@ -185,6 +204,13 @@ def _strings(table: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{source}: {key} must be a list of strings")
     return tuple(value)
+
+
+def _job_names(table: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
+    names = _strings(table, key, source)
+    if (key in table and not names) or not all(_NAME.fullmatch(name) for name in names):
+        raise ConfigError(f"{source}: {key} must be a list of names")
+    return names
 
 
 def _names(table: dict[str, Any], key: str, source: str) -> tuple[tuple[str, str], ...]:

@@ -45,6 +45,12 @@ STATES_NAME = re.compile(
 STATUS_TYPES = frozenset({"Status", "TerminalStatus", "JobStatus", "JobState"})
 ACTOR_TYPES = frozenset({"Actor"})
 _TARGETS_TYPE = re.compile(r"From[A-Z]\w*By[A-Z]\w*")
+# Where no job model, status column or job table is configured, they are guessed by name: a
+# class whose name ends in Job (ExportJob, job_models.Job), the `status` column, a table named
+# jobs, job or *_jobs.
+JOB_MODEL = re.compile(r"(?:[\w.]*\.)?[A-Z]\w*Job\b")
+STATUS_COLUMN = "status"
+JOBS_TABLE = re.compile(r"(?:\w+\.)?\"?(?:jobs?|\w+_jobs)\"?", re.I)
 
 # The line an offset of a text is on.
 LineOf = Callable[[int], int]
@@ -102,6 +108,28 @@ class Lexicon:
     carriers: frozenset[str] | None = None
     holders: Mapping[str, str] = field(default_factory=dict)
     moves: Mapping[str, str] = field(default_factory=dict)
+    # What the job is in the repository's code and SQL (Carriers.job_models, status_columns,
+    # job_tables); empty: guessed by name (JOB_MODEL, STATUS_COLUMN, JOBS_TABLE).
+    job_models: frozenset[str] = frozenset()
+    status_columns: tuple[str, ...] = ()
+    job_tables: frozenset[str] = frozenset()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The job's status columns: the configured ones, else `status`."""
+        return self.status_columns or (STATUS_COLUMN,)
+
+    def is_job_model(self, name: str) -> bool:
+        """Whether a class of that name (`ExportJob`, `models.ExportJob`) is the job's model."""
+        if self.job_models:
+            return name.rpartition(".")[2] in self.job_models
+        return JOB_MODEL.fullmatch(name) is not None
+
+    def is_job_table(self, name: str) -> bool:
+        """Whether a SQL table of that name (`jobs`, `public."jobs"`) holds the jobs."""
+        if self.job_tables:
+            return _bare_table(name) in self.job_tables
+        return JOBS_TABLE.fullmatch(name) is not None
 
     def is_status_type(self, name: str) -> bool:
         return name in self.status_types or _TARGETS_TYPE.fullmatch(name) is not None
@@ -127,6 +155,16 @@ class Lexicon:
             carriers=types if (types or holders or moves) else None,
             holders=dict(holders),
             moves=dict(moves),
+        )
+
+    def with_jobs(
+        self, job_models: Iterable[str], status_columns: Iterable[str], job_tables: Iterable[str]
+    ) -> Lexicon:
+        return replace(
+            self,
+            job_models=frozenset(job_models),
+            status_columns=tuple(status_columns),
+            job_tables=frozenset(_bare_table(table) for table in job_tables),
         )
 
     @classmethod
@@ -234,6 +272,11 @@ class Lexicon:
                         f"every edge from {source} belongs to {', '.join(sorted(actors))}, "
                         f"not {actor}",
                     )
+
+
+def _bare_table(name: str) -> str:
+    """A table's name without its schema and quotes: `public."Tasks"` -> `tasks`."""
+    return name.rpartition(".")[2].strip('"').lower()
 
 
 def status_hit(line: int, value: str, how: str) -> Hit:

@@ -13,7 +13,8 @@
 - `undeclared-edge`, `wrong-actor`: `apply_transition` / `check_transition`, and any call with
   literal `from_status` / `to_status` / `actor` keywords (a `Move`), must name a declared edge
   and its actor;
-- `not-initial`: `create_job(...)`, `NewJob(...)` with a `status=` other than the initial one;
+- `not-initial`: `create_job(...)`, `NewJob(...)` (or a configured job model: `job-models`)
+  with a `status=` other than the initial one;
 - SQL in strings, through `sql.SqlRules`; module-level `STATES`, through `states`;
 - side-effect handlers registered by decorator, `HANDLERS["x"] = ...`, `HANDLERS.update(...)`,
   `.setdefault` or a dict literal, gathered for the whole-tree check.
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frozen_lifecycle.gate.lexicon import (
+    JOB_MODEL,
     NOT_INITIAL,
     STATES_INVENTED,
     STATES_NAME,
@@ -66,9 +68,9 @@ _WRAPPERS = frozenset({"tuple", "list", "set", "frozenset", "sorted"})
 _GROWERS = frozenset({"append", "add", "extend", "union", "insert"})
 _HANDLERS_NAME = re.compile(r"(?:\w+_)?(?:handlers?|HANDLERS?)")
 _REGISTER_CALLS = frozenset({"register_handler", "register_effect_handler", "register_effect"})
+# Calls named for creating a job; `NewJob` is the guessed model the configured job-models
+# replace.
 _CREATE_CALL = re.compile(r"(?:create|new|insert|enqueue|submit|add)_?jobs?|NewJob", re.I)
-# A job model's class: ExportJob, Job, job_models.Job (the last name ends in Job).
-_JOB_MODEL = re.compile(r"(?:[\w.]*\.)?[A-Z]\w*Job\b")
 _STATES_REF = re.compile(r"(?:\w+_)?(?:states|statuses|terminal|STATES|STATUSES|TERMINAL)")
 _ENUM_BASE = re.compile(r"\w*Enum")
 # Type expressions a union of typed names is built with.
@@ -132,6 +134,7 @@ class PythonRules:
         self.sql = SqlRules(lexicon)
         words = {*lexicon.states, *lexicon.aliases, *lexicon.actors, *lexicon.effects}
         words |= {*lexicon.holders, *lexicon.moves, *(lexicon.carriers or ())}
+        words |= {*lexicon.job_models, *lexicon.status_columns}
         # The names the rules follow: STATUS_NAME, STATES_NAME, _STATES_REF (terminal),
         # _HANDLERS_NAME, _REGISTER_CALLS (register_effect), TRANSITION_CALLS, actor keywords.
         names = {"status", "state", "terminal", "handler", "effect", "transition", "actor"}
@@ -412,9 +415,9 @@ class _Run:
             self._transition(node, name)
         else:
             self._move_keywords(node)
-        if _CREATE_CALL.fullmatch(name) or self._constructs_a_job(node, name):
+        if self._creates_a_job(node, name):
             self._created(node)
-        elif any(_creates(arg) for arg in node.args):
+        elif any(self._creates(arg) for arg in node.args):
             self._created_by_parameters(node)
         if isinstance(node.func, ast.Attribute):
             receiver = node.func.value
@@ -619,7 +622,12 @@ class _Run:
             self._hand_listed_enum(node, list(node.body))
         if any(_call_name(d) == HANDLER_DECORATOR for d in node.decorator_list):
             self.facts.handlers.append((node.name, node.lineno))
-        return True
+        if not self.lexicon.job_models:
+            return True
+        self.classes_in.append(node.name)  # a configured job model's status field is read
+        self.children(node, type(node))
+        self.classes_in.pop()
+        return False
 
     def _carrier(self, node: ast.ClassDef, members: Values) -> None:
         """A configured carrier of the states (the status enum): exactly the fixture's states;
@@ -724,7 +732,8 @@ class _Run:
         text = ast.unparse(node).lower()
         if "job" in text:
             return True
-        named = {name.lower() for name in (*self.lexicon.holders, *(self.lexicon.carriers or ()))}
+        carriers = (*self.lexicon.holders, *(self.lexicon.carriers or ()), *self.lexicon.job_models)
+        named = {name.lower() for name in carriers}
         if self.classes_in and self.classes_in[-1].lower() in named and "self" in text:
             return True
         return any(name in text for name in named)
@@ -840,7 +849,7 @@ class _Run:
 
     def _created(self, node: ast.Call) -> None:
         for keyword in node.keywords:
-            if keyword.arg == "status":
+            if keyword.arg in self.lexicon.columns:
                 self._initial(keyword.value)
         self._created_by_parameters(node)
 
@@ -853,31 +862,49 @@ class _Run:
                 mapping = next((m[arg.id] for m in reversed(self.mappings) if arg.id in m), None)
             if isinstance(mapping, ast.Dict):
                 for key, value in zip(mapping.keys, mapping.values, strict=True):
-                    if key is not None and _string(key) == "status":
+                    if key is not None and _string(key) in self.lexicon.columns:
                         self._initial(value)
             elif isinstance(mapping, ast.Call) and _call_name(mapping.func) == "dict":
                 for keyword in mapping.keywords:
-                    if keyword.arg == "status":
+                    if keyword.arg in self.lexicon.columns:
                         self._initial(keyword.value)
 
+    def _creates_a_job(self, node: ast.Call, name: str) -> bool:
+        """A call that creates a job: named for it (`create_job`, `enqueue_jobs`), or a job
+        model built (below). With job models configured, `NewJob` is one only when named."""
+        guessed = bool(self.lexicon.job_models) and name.lower() == "newjob"
+        if _CREATE_CALL.fullmatch(name) and not guessed:
+            return True
+        return self._constructs_a_job(node, name)
+
     def _constructs_a_job(self, node: ast.Call, name: str) -> bool:
-        """With carriers configured: a job model built (`ExportJob(...)`) or created through
-        its manager (`ExportJob.objects.create(...)`), and a model's status field, whose
-        default is the state a job is created in (`status = CharField(default=...)`)."""
-        if not self.lexicon.by_carriers:
+        """With job models or carriers configured: a job model built (`ExportJob(...)`) or
+        created through its manager (`ExportJob.objects.create(...)`), and a model's status
+        field, whose default is the state a job is created in (`status =
+        CharField(default=...)`). The models are the configured `job-models`, else any class
+        whose name ends in Job."""
+        if not self._reads_models:
             return False
         if isinstance(node.func, ast.Name):
-            return _JOB_MODEL.fullmatch(name) is not None
-        owner = ast.unparse(node.func.value) if isinstance(node.func, ast.Attribute) else ""
-        return name in ("create", "get_or_create") and _JOB_MODEL.match(owner) is not None
+            return self.lexicon.is_job_model(name)
+        if name not in ("create", "get_or_create") or not isinstance(node.func, ast.Attribute):
+            return False
+        owner = ast.unparse(node.func.value)  # ExportJob.objects, models.ExportJob.objects
+        if self.lexicon.job_models:
+            return any(part in self.lexicon.job_models for part in owner.split("."))
+        return JOB_MODEL.match(owner) is not None
+
+    @property
+    def _reads_models(self) -> bool:
+        return self.lexicon.by_carriers or bool(self.lexicon.job_models)
 
     def _field_default(self, target: ast.expr, value: ast.expr) -> None:
         if (
-            self.lexicon.by_carriers
+            self._reads_models
             and self.classes_in
             and isinstance(target, ast.Name)
-            and target.id == "status"
-            and _JOB_MODEL.fullmatch(self.classes_in[-1])
+            and target.id in self.lexicon.columns
+            and self.lexicon.is_job_model(self.classes_in[-1])
             and isinstance(value, ast.Call)
         ):
             for keyword in value.keywords:
@@ -902,6 +929,16 @@ class _Run:
             if word in self.lexicon.states and word != self.lexicon.initial:
                 message = f"a job is created in {self.lexicon.initial!r}, not {word!r}"
                 self.hit(Hit(line, NOT_INITIAL, message))
+
+    def _creates(self, node: ast.expr) -> bool:
+        """A query that creates a job: named for it (`session.row("create_job", params)`), or
+        SQL that inserts into a job table (`job-tables`, else jobs, job or *_jobs)."""
+        text = _string(node)
+        if text is None:
+            return False
+        if _CREATE_CALL.fullmatch(text) is not None:
+            return True
+        return any(self.lexicon.is_job_table(m.group(1)) for m in _INSERT_INTO.finditer(text))
 
     def _registered_by_call(self, node: ast.Call, name: str) -> None:
         if name == "setdefault" and node.args:
@@ -1089,16 +1126,7 @@ def _literal_values(node: ast.AST) -> Values:
     return []
 
 
-_INSERT_JOB = re.compile(r"\bINSERT\s+INTO\s+(?:\w+\.)?\"?(?:jobs?|\w+_jobs)\"?\s*\(", re.I)
-
-
-def _creates(node: ast.expr) -> bool:
-    """A query that creates a job: named for it (`session.row("create_job", params)`), or
-    SQL that inserts into the jobs table."""
-    text = _string(node)
-    if text is None:
-        return False
-    return _CREATE_CALL.fullmatch(text) is not None or _INSERT_JOB.search(text) is not None
+_INSERT_INTO = re.compile(r"\bINSERT\s+INTO\s+([\w.\"]+)\s*\(", re.I)
 
 
 def _string(node: ast.AST | None) -> str | None:

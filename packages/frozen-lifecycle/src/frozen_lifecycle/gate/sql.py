@@ -38,13 +38,14 @@ bracket, a comma or a `status = ` inside one moves nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from frozen_lifecycle.gate.lexicon import (
     NO_SOURCE_STATE,
     NOT_INITIAL,
     STATES_INVENTED,
+    STATUS_COLUMN,
     WRONG_ACTOR,
     Hit,
     Lexicon,
@@ -63,7 +64,7 @@ _SPLIT = re.compile(r"'(?:[^']|'')*'|(\$(?:[A-Za-z_]\w*)?\$)(.*?)\1|;", re.S)
 _BODY_PREFIX = re.compile(r"\s*WITH\b", re.I)
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 _UPDATE = re.compile(
-    r"\bUPDATE\s+(?:ONLY\s+)?[\w.\"]+(?:\s+(?:AS\s+)?(?!SET\b)\w+)?\s+SET\b", _FLAGS
+    r"\bUPDATE\s+(?:ONLY\s+)?([\w.\"]+)(?:\s+(?:AS\s+)?(?!SET\b)\w+)?\s+SET\b", _FLAGS
 )
 # A string literal ('' escapes a quote) or a double-quoted identifier ("" escapes one; on one
 # line and without a single quote, so that the closing quote of a shell's `psql -c "..."` never
@@ -86,14 +87,10 @@ _QUANTIFIER = re.compile(r"\s*\b(?:ALL|DISTINCT)\b", re.I)
 _ITEM_TOKEN = re.compile(_LITERAL + r"|[(),]")
 _ROW_OPEN = re.compile(r"\s*\(")
 _ROW_COMMA = re.compile(r"\s*,")
-_SET_STATUS = re.compile(r"(?:\w+\.)?\"?status\"?\s*=\s*", re.I)
 _SET_ACTOR = re.compile(r"(?:\w+\.)?\"?(?:change_)?actor\"?\s*=\s*'([^']*)'", re.I)
-_WHERE_EQ = re.compile(r"(?<![\w.])(?:\w+\.)?status\s*=\s*'([^']*)'", re.I)
-_WHERE_IN = re.compile(r"(?<![\w.])(?:\w+\.)?status\s+(NOT\s+)?IN\s*\(([^)]*)\)", re.I)
 # Any comparison that names the state a row is in: with a literal, a list or a parameter.
 # A bind parameter, or a value interpolated into a Python string (NUL), marks the program's SQL.
 _PARAMETER = re.compile(r"(?<![:\w]):[A-Za-z_]\w*|%\(\w+\)s|%s|\$\d+|\?|\x00")
-_SOURCE_GUARD = re.compile(r"(?<![\w.])(?:\w+\.)?\"?status\"?\s*(?:=|IN\b|=\s*ANY\b)", re.I)
 # The table, its column list (a quoted name may hold a comma or a bracket) and what follows.
 _INSERT = re.compile(
     r"\bINSERT\s+INTO\s+([\w.\"]+)\s*\(((?:\"[^\"\n]*\"|[^)\"])*)\)\s*"
@@ -104,7 +101,6 @@ _INSERT = re.compile(
 _LITERAL_ITEM = re.compile(
     r"'((?:[^']|'')*)'(?:\s*::\s*[\w.\"]+)?(?:\s+(?:AS\s+)?(?:\w+|\"[^\"]*\"))?", re.I
 )
-_JOBS_TABLE = re.compile(r"(?:\w+\.)?\"?(?:jobs?|\w+_jobs)\"?", re.I)
 _CASE_OR_END = re.compile(r"\b(CASE|END)\b", re.I)
 _CASE_TOKEN = re.compile(_LITERAL + r"|\b(?:CASE|WHEN|THEN|ELSE|END)\b|[()]", re.I)
 _WITH = re.compile(r"\bWITH\b", re.I)
@@ -115,7 +111,6 @@ _TARGET_BEFORE = re.compile(
     r"(?<![\w.])(?:\w+\.)?\"?((?:\w+_)?(?:status|actor))\"?\s*(?::=|=)\s*\(?\s*$", re.I
 )
 _TARGET_AFTER = re.compile(r"\s*\)?\s*(?:AS\s+)?\"?((?:\w+_)?(?:status|actor))\b", re.I)
-_SUBJECT = re.compile(r"\s*(?:\w+\.)?(?:\w+_)?status\s+WHEN\b", re.I)
 _ENUM = re.compile(r"\bCREATE\s+TYPE\s+([\w.\"]+)\s+AS\s+ENUM\s*\(([^)]*)\)", _FLAGS)
 _ADD_VALUE = re.compile(
     r"\bALTER\s+TYPE\s+([\w.\"]+)\s+ADD\s+VALUE\s+(?:IF\s+NOT\s+EXISTS\s+)?'([^']*)'", _FLAGS
@@ -125,11 +120,71 @@ _IN_LIST = re.compile(
     re.I,
 )
 _STATUS_OPERAND = re.compile(r"(?:\w+\.)?(?:\w+_)?status", re.I)
+# The tables a statement writes (not a trigger's `UPDATE OF`, an upsert's `DO UPDATE SET`).
+_WRITTEN = re.compile(
+    r"\b(?:UPDATE\s+(?:ONLY\s+)?|INSERT\s+INTO\s+)(?!(?:SET|OF|ON)\b)([\w.\"]+)", re.I
+)
 _SQLISH = re.compile(r"\b(?:UPDATE|INSERT|CASE|ENUM|ALTER\s+TYPE|IN\s*\()", re.I)
 
 
 def looks_like_sql(text: str) -> bool:
     return _SQLISH.search(text) is not None
+
+
+@dataclass(frozen=True)
+class _Column:
+    """How SQL names the job's status column: `status` unless the configuration names others
+    (`status-columns`); a CASE's subject may be prefixed (`CASE job_status WHEN`)."""
+
+    set: re.Pattern[str]  # what the SET list gives it
+    where_eq: re.Pattern[str]  # the state a WHERE names, `= '<literal>'`
+    where_in: re.Pattern[str]  # or `IN ('<literal>', ...)`
+    guard: re.Pattern[str]  # any comparison of it: with a literal, a list or a parameter
+    subject: re.Pattern[str]  # `CASE status WHEN`
+
+    @classmethod
+    def of(cls, columns: tuple[str, ...]) -> _Column:
+        name = "|".join(re.escape(column) for column in columns)
+        return cls(
+            set=re.compile(rf"(?:\w+\.)?\"?(?:{name})\"?\s*=\s*", re.I),
+            where_eq=re.compile(rf"(?<![\w.])(?:\w+\.)?(?:{name})\s*=\s*'([^']*)'", re.I),
+            where_in=re.compile(
+                rf"(?<![\w.])(?:\w+\.)?(?:{name})\s+(NOT\s+)?IN\s*\(([^)]*)\)", re.I
+            ),
+            guard=re.compile(rf"(?<![\w.])(?:\w+\.)?\"?(?:{name})\"?\s*(?:=|IN\b|=\s*ANY\b)", re.I),
+            subject=re.compile(rf"\s*(?:\w+\.)?(?:\w+_)?(?:{name})\s+WHEN\b", re.I),
+        )
+
+
+_STATUS = _Column.of((STATUS_COLUMN,))
+
+
+def writes_elsewhere(text: str, lexicon: Lexicon) -> Callable[[int], bool] | None:
+    """With job tables configured, whether an offset of `text` lies in a statement that writes
+    only other tables (an `UPDATE` or `INSERT` of a schedule's row, whose status is not a
+    job's); None without them."""
+    if not lexicon.job_tables:
+        return None
+    statements = [
+        (statement.start, statement.start + len(statement.text), _elsewhere(statement, lexicon))
+        for statement in _statements(_blank_comments(text))
+    ]
+
+    def elsewhere(offset: int) -> bool:
+        # The innermost statement that holds the offset decides: a body's statement lies in
+        # the one that holds the body, and starts after it.
+        held = [(start, other) for start, end, other in statements if start <= offset < end]
+        return bool(held) and max(held)[1]
+
+    return elsewhere
+
+
+def _elsewhere(statement: _Statement, lexicon: Lexicon) -> bool:
+    """Whether the statement writes tables, none of them a job table (job tables configured)."""
+    if not lexicon.job_tables:
+        return False
+    written = _WRITTEN.findall(_blank_strings(statement.text))
+    return bool(written) and not any(lexicon.is_job_table(table) for table in written)
 
 
 @dataclass(frozen=True)
@@ -143,6 +198,7 @@ class _Statement:
 class SqlRules:
     def __init__(self, lexicon: Lexicon) -> None:
         self.lexicon = lexicon
+        self.column = _STATUS if not lexicon.status_columns else _Column.of(lexicon.columns)
 
     def check(self, text: str, line_of: LineOf | None = None) -> list[Hit]:
         """The hits of every statement in `text` (offsets to lines by `line_of`)."""
@@ -158,11 +214,16 @@ class SqlRules:
 
     def _statement(self, statement: _Statement) -> Iterator[tuple[int, Hit]]:
         text = statement.text
-        yield from self._update(text, program=statement.in_body)
-        yield from self._insert(text)
-        yield from self._cases(text)
+        # With job tables configured, a statement that writes only other tables is theirs; a
+        # type is the job's by its name (status-types), wherever it is declared.
+        ours = not _elsewhere(statement, self.lexicon)
+        if ours:
+            yield from self._update(text, program=statement.in_body)
+            yield from self._insert(text)
+            yield from self._cases(text)
         yield from self._enums(text)
-        yield from self._in_lists(text)
+        if ours:
+            yield from self._in_lists(text)
 
     # -- UPDATE ... SET status ----------------------------------------------------------------
 
@@ -170,13 +231,16 @@ class SqlRules:
         update = _UPDATE.search(text)
         if update is None:
             return
+        if self.lexicon.job_tables and not self.lexicon.is_job_table(update.group(1)):
+            return  # another table's status: a schedule's, a worker's
         set_start = update.end()
         set_end = _clause_end(text, set_start)
         # The assignments of the SET list, one by one: a status or actor named inside another
         # one's value (a string, a CASE that compares them) is not what the row is given.
         items = _split_items(text, set_start, set_end)
         found = next(
-            ((at, target) for at, item in items if (target := _SET_STATUS.match(item))), None
+            ((at, target) for at, item in items if (target := self.column.set.match(item))),
+            None,
         )
         if found is None:
             return
@@ -191,12 +255,12 @@ class SqlRules:
         guard = prefix + " " + text[set_end:]
         # Searched with its strings blanked, read where it holds them.
         blanked = _blank_strings(guard)
-        froms = _source_states(guard, blanked)
-        for sources, targets in _moves(target.string, target.end(), froms):
+        froms = _source_states(guard, blanked, self.column)
+        for sources, targets in _moves(target.string, target.end(), froms, self.column):
             for code, message in self.lexicon.move_problems(sources, targets, actor):
                 yield target_at, Hit(0, code, message)
         parameterised = program or _PARAMETER.search(text) is not None
-        if parameterised and _SOURCE_GUARD.search(blanked) is None:
+        if parameterised and self.column.guard.search(blanked) is None:
             message = (
                 "no source state: the status is set with no `status = ...` in the WHERE "
                 "naming the state the row must be in (a blind write)"
@@ -207,13 +271,14 @@ class SqlRules:
 
     def _insert(self, text: str) -> Iterator[tuple[int, Hit]]:
         for insert in _INSERT.finditer(text):
-            if not _JOBS_TABLE.fullmatch(insert.group(1)):
+            if not self.lexicon.is_job_table(insert.group(1)):
                 continue
             listed = _split_items(text, insert.start(2), insert.end(2))
             columns = [c.strip('"').lower() for _, c in listed]
-            if "status" not in columns:
+            wanted = {column.lower() for column in self.lexicon.columns}
+            index = next((i for i, c in enumerate(columns) if c in wanted), None)
+            if index is None:
                 continue
-            index = columns.index("status")
             if insert.group(3):
                 rows = _values_rows(text, insert.end())
             else:
@@ -252,7 +317,7 @@ class SqlRules:
             start = case.start()
             end = _matching_end(text, start)
             body = text[start + 4 : end]
-            if _SUBJECT.match(body):
+            if self.column.subject.match(body):
                 for when in _WHEN_LITERAL.finditer(body):
                     if when.group(1) not in self.lexicon.states:
                         at = start + 4 + when.start(1)
@@ -374,11 +439,11 @@ def _blank_strings(text: str) -> str:
     return _QUOTED.sub(lambda m: "'" + " " * (len(m.group(0)) - 2) + "'", text)
 
 
-def _source_states(guard: str, blanked: str) -> list[str] | None:
+def _source_states(guard: str, blanked: str, column: _Column = _STATUS) -> list[str] | None:
     """The states a WHERE (or a CTE) says the row is in, by `status = <literal>` or `status IN
     (<literals>)`; None when it says none, and the move's source is unknown."""
-    froms: list[str] = [guard[m.start(1) : m.end(1)] for m in _WHERE_EQ.finditer(blanked)]
-    for listed in _WHERE_IN.finditer(blanked):
+    froms: list[str] = [guard[m.start(1) : m.end(1)] for m in column.where_eq.finditer(blanked)]
+    for listed in column.where_in.finditer(blanked):
         if not listed.group(1):
             froms += _QUOTED.findall(guard, listed.start(2), listed.end(2))
     return froms or None
@@ -387,7 +452,7 @@ def _source_states(guard: str, blanked: str) -> list[str] | None:
 Move = tuple[list[str] | None, list[str] | None]
 
 
-def _moves(assigned: str, at: int, froms: list[str] | None) -> list[Move]:
+def _moves(assigned: str, at: int, froms: list[str] | None, column: _Column) -> list[Move]:
     """The (sources, targets) the value given to the status at `assigned[at:]` makes: a
     literal is one move from the WHERE's states; a CASE one per branch with a literal result,
     from the states its WHEN names (`CASE status WHEN <a> THEN <b>`, `WHEN status = <a>`)
@@ -397,16 +462,16 @@ def _moves(assigned: str, at: int, froms: list[str] | None) -> list[Move]:
         literal = _QUOTED.match(assigned, at)
         return [(froms, [literal.group(1)] if literal else None)]
     if assigned[at : at + 4].upper() == "CASE":
-        return _case_moves(assigned, at, froms)
+        return _case_moves(assigned, at, froms, column)
     bracketed = _OPEN_BRACKETS.match(assigned, at)
     if bracketed is not None and assigned[bracketed.end() : bracketed.end() + 4].upper() == "CASE":
-        return _case_moves(assigned, bracketed.end(), froms)
+        return _case_moves(assigned, bracketed.end(), froms, column)
     return [(froms, None)]
 
 
-def _case_moves(text: str, start: int, froms: list[str] | None) -> list[Move]:
+def _case_moves(text: str, start: int, froms: list[str] | None, column: _Column) -> list[Move]:
     end = _matching_end(text, start)
-    subject = _SUBJECT.match(text, start + 4) is not None
+    subject = column.subject.match(text, start + 4) is not None
     moves: list[Move] = []
     named: list[str] = []
     for condition, result_at, result_end in _case_branches(text, start, end):
@@ -419,23 +484,23 @@ def _case_moves(text: str, start: int, froms: list[str] | None) -> list[Move]:
             named += sources
         else:
             blanked = _blank_strings(condition)
-            sources = _source_states(condition, blanked)
+            sources = _source_states(condition, blanked, column)
             if sources is None:
                 sources = froms
             else:
                 named += sources
-        moves += _branch_moves(text[result_at:result_end], sources)
+        moves += _branch_moves(text[result_at:result_end], sources, column)
     return moves
 
 
-def _branch_moves(result: str, sources: list[str] | None) -> list[Move]:
+def _branch_moves(result: str, sources: list[str] | None, column: _Column) -> list[Move]:
     stripped = result.strip()
     offset = len(result) - len(result.lstrip())
     if stripped.startswith("'"):
         literal = _QUOTED.match(result, offset)
         return [(sources, [literal.group(1)])] if literal else []
     if stripped[:4].upper() == "CASE":
-        return _case_moves(result, offset, sources)
+        return _case_moves(result, offset, sources, column)
     return []  # the status itself, another column, a parameter: no word to judge
 
 

@@ -8,6 +8,11 @@
   state;
 - `wrong-actor`: a quoted word compared with an actor column (`change_actor = <literal>`)
   that is not an actor of the fixture.
+
+Where the configuration names the job's status columns (`status-columns`), SQL compares
+those (and their prefixed forms, `from_state`) instead of `status`; where it names the job's
+tables (`job-tables`), a SQL statement that writes only other tables (`UPDATE schedules`,
+`INSERT INTO schedules`) is theirs, and its words are not read.
 """
 
 from __future__ import annotations
@@ -23,14 +28,12 @@ from frozen_lifecycle.gate.lexicon import (
     alias_hit,
     status_hit,
 )
+from frozen_lifecycle.gate.sql import writes_elsewhere
 
-# `status = 'x'`, `new.status <> 'x'`, `to_status = 'x'` inside SQL.
-_SQL_STATUS_EQ = re.compile(
-    r"(?<![\w.])(?:\w+\.)?(?:[a-z0-9]+_)*status\s*(?:=|<>|!=)\s*'([^'\n]*)'", re.I
-)
-_SQL_STATUS_IN = re.compile(
-    r"(?<![\w.])(?:\w+\.)?(?:[a-z0-9]+_)*status\s+(?:not\s+)?in\s*\(([^)]*)\)", re.I
-)
+# `status = 'x'`, `new.status <> 'x'`, `to_status = 'x'` inside SQL (or the configured
+# status columns).
+_SQL_STATUS_EQ = r"(?<![\w.])(?:\w+\.)?(?:[a-z0-9]+_)*(?:{})\s*(?:=|<>|!=)\s*'([^'\n]*)'"
+_SQL_STATUS_IN = r"(?<![\w.])(?:\w+\.)?(?:[a-z0-9]+_)*(?:{})\s+(?:not\s+)?in\s*\(([^)]*)\)"
 _SQL_QUOTED = re.compile(r"'([^']*)'")
 _SQL_ACTOR_EQ = re.compile(r"(?<![\w.])(?:\w+\.)?(?:change_)?actor\s*(?:=|<>|!=)\s*'([^'\n]*)'")
 # `status="x"`: a metric label, a TOML key, a YAML value (not Python: `f(status="x")` is read
@@ -42,11 +45,19 @@ _PROSE = re.compile(r"(?<![\w.\-])(?:[a-z0-9]+_)*status=([a-z][a-z_]*)\b(?![.(\[
 _HitOf = Callable[[re.Match[str]], Hit | None]
 
 
+def _nowhere(offset: int) -> bool:
+    return False
+
+
 class Vocabulary:
     def __init__(self, lexicon: Lexicon) -> None:
         self.lexicon = lexicon
         alternatives = "|".join(re.escape(a) for a in lexicon.aliases) or r"(?!)"
         self._quoted_alias = re.compile(rf"(?<![\w])([\"'`])({alternatives})\1(?![\w])")
+        columns = "|".join(re.escape(column) for column in lexicon.columns)
+        self._sql_status_eq = re.compile(_SQL_STATUS_EQ.format(columns), re.I)
+        self._sql_status_in = re.compile(_SQL_STATUS_IN.format(columns), re.I)
+        self._column_words = [(c.lower(), c.upper()) for c in lexicon.columns]
 
     def string_hits(self, value: str, line_of: LineOf, *, aliases: bool = True) -> Iterator[Hit]:
         """What a string holds: quoted aliases, SQL and prose status words. Where carriers are
@@ -66,18 +77,34 @@ class Vocabulary:
             yield from self._scan(text, line_of, _LABEL, self._label)
 
     def _sql(self, text: str, line_of: LineOf) -> Iterator[Hit]:
-        if "status" in text or "STATUS" in text:
-            yield from self._scan(text, line_of, _SQL_STATUS_EQ, self._sql_eq)
-            for match in _SQL_STATUS_IN.finditer(text):
+        compared = any(lower in text or upper in text for lower, upper in self._column_words)
+        if not compared and "actor" not in text:
+            return
+        # A statement that writes another table (job tables configured): its words are its own.
+        outside = writes_elsewhere(text, self.lexicon) or _nowhere
+        if compared:
+            yield from self._scan(text, line_of, self._sql_status_eq, self._sql_eq, outside)
+            for match in self._sql_status_in.finditer(text):
+                if outside(match.start()):
+                    continue
                 for word in _SQL_QUOTED.findall(match.group(1)):
                     if word not in self.lexicon.states:
                         yield status_hit(line_of(match.start()), word, "in SQL")
         if "actor" in text:
-            yield from self._scan(text, line_of, _SQL_ACTOR_EQ, self._actor)
+            yield from self._scan(text, line_of, _SQL_ACTOR_EQ, self._actor, outside)
 
     @staticmethod
-    def _scan(text: str, line_of: LineOf, pattern: re.Pattern[str], hit: _HitOf) -> Iterator[Hit]:
+    def _scan(
+        text: str,
+        line_of: LineOf,
+        pattern: re.Pattern[str],
+        hit: _HitOf,
+        outside: Callable[[int], bool] | None = None,
+    ) -> Iterator[Hit]:
+        """The hits of `pattern`'s matches, but those at an offset `outside` leaves out."""
         for match in pattern.finditer(text):
+            if outside is not None and outside(match.start()):
+                continue
             result = hit(match)
             if result is not None:
                 yield Hit(line_of(match.start()), result.code, result.message)

@@ -44,12 +44,27 @@ def _link(operation: str, **parameters: str) -> dict[str, object]:
 
 
 # The links between operations (OpenAPI `links`), as for exports: from a new group to what can
-# be done to it, from a membership to its removal and the member's access, from an attribute set
-# to its removal. A person's name comes from the request that named them.
+# be done to it and to the list of groups, from the list to a group's members, from a
+# membership to its removal and the member's access, from a person's access to their
+# attributes and memberships, from an attribute set to its removal. A person's name comes from
+# the request or the answer that named them.
 GROUP_LINKS = {
     "DeleteGroup": _link("delete_group", name="$response.body#/name"),
     "MembersOfGroup": _link("list_members", name="$response.body#/name"),
     "AddMember": _link("add_member", name="$response.body#/name"),
+    "AllGroups": _link("list_groups"),
+}
+GROUPS_LINKS = {"MembersOfFirstGroup": _link("list_members", name="$response.body#/0/name")}
+ACCESS_LINKS = {
+    "SetAttributeOfPerson": _link("set_attribute", person="$response.body#/name"),
+    "UnsetFirstAttribute": _link(
+        "unset_attribute",
+        person="$response.body#/name",
+        attribute="$response.body#/attributes/0/name",
+    ),
+    "LeaveFirstGroup": _link(
+        "remove_member", name="$response.body#/groups/0/group", person="$response.body#/name"
+    ),
 }
 MEMBER_LINKS = {
     "RemoveMember": _link(
@@ -71,7 +86,10 @@ ATTRIBUTE_LINKS = {
     response_model=list[GroupOut],
     tags=["groups"],
     operation_id="list_groups",
-    responses=problems(401, 403),
+    responses={
+        200: {"description": "Every group", "links": GROUPS_LINKS},
+        **problems(401, 403),
+    },
 )
 def list_groups(parts: Parts, user: CurrentUser) -> list[GroupOut]:
     """Operators: every group, by name, with its number of members."""
@@ -154,7 +172,10 @@ def remove_member(
     response_model=PersonAccessOut,
     tags=["groups"],
     operation_id="person_access",
-    responses=problems(401, 403, 404, 422),
+    responses={
+        200: {"description": "The person's groups and attributes", "links": ACCESS_LINKS},
+        **problems(401, 403, 404, 422),
+    },
 )
 def person_access(person: PersonName, parts: Parts, user: CurrentUser) -> PersonAccessOut:
     """A person's groups and attributes, each with where it came from (operators; anyone
@@ -201,5 +222,7 @@ def unset_attribute(
     return _withdrawn(parts.access.unset_attribute(user, person, attribute))
 
 
-def _withdrawn(done: Withdrawn) -> WithdrawnOut:
-    return WithdrawnOut(canceled_exports=list(done.canceled), paused_schedules=list(done.paused))
+def _withdrawn(withdrawn: Withdrawn) -> WithdrawnOut:
+    return WithdrawnOut(
+        canceled_exports=list(withdrawn.canceled), paused_schedules=list(withdrawn.paused)
+    )

@@ -38,7 +38,11 @@ def readyz(parts: Parts, response: Response) -> Readiness:
 @router.get("/metrics", response_class=PlainTextResponse, operation_id="metrics")
 def metrics(parts: Parts) -> PlainTextResponse:
     registry = CollectorRegistry()
-    registry.register(StoreCollector(parts.metrics, parts.graph, parts.heartbeats))
+    registry.register(
+        StoreCollector(
+            parts.metrics, parts.graph, parts.heartbeats, refusals=parts.exports.refusals.counts
+        )
+    )
     return PlainTextResponse(metrics_text(registry), media_type=CONTENT_TYPE_LATEST)
 
 
