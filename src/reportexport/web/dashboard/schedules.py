@@ -263,6 +263,15 @@ def _act(
         if isinstance(exc, OverLimitError):
             refused.headers["Retry-After"] = str(exc.retry_after)
         return refused
+    except ServiceError as exc:  # refused access, or another refusal: a page, as rerun's is
+        return problem_page(
+            request,
+            user,
+            status_of(exc),
+            exc.title,
+            exc.detail,  # as written: it may begin with the person's name
+            actions=[(f"Back to schedule #{number}", here), ("Your schedules", "/schedules")],
+        )
 
 
 def _done(

@@ -1,0 +1,65 @@
+"""The dashboard after someone loses access to a saved query: refused schedule actions are a
+page in the dashboard that names the access rule, not problem JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from reportexport.objects import ObjectStore
+from reportexport.services.exports import Acting
+from reportexport.store import Database
+from tests.dashboard_session import Signed, sign_in
+from tests.helpers import API_QUERIES, catalog_for, runtime_for
+
+HTML = "text/html; charset=utf-8"
+INVOICES = {
+    "source": "demo",
+    "title": "Invoices of the finance team",
+    "sql": "SELECT order_id, amount FROM orders WHERE order_id < 20",
+    "access": ["finance"],
+}
+RULE = "queries.invoices.access = finance does not include alice"
+
+
+@pytest.fixture
+def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> Iterator[Any]:
+    catalog = catalog_for(sources_dir, None, {**API_QUERIES, "invoices": INVOICES})
+    tokens = {
+        name: jobs_db.users.add_user(name, role)[1]
+        for name, role in (("alice", "user"), ("olga", "operator"))
+    }
+    runtime = runtime_for(jobs_db, catalog, local_objects)
+    olga = Acting(name="olga", role="operator")
+    runtime.access.create_group(olga, "finance")
+    runtime.access.add_member(olga, "finance", "alice")
+    schedule = runtime.schedules.create(
+        Acting(name="alice"), "invoices", {}, cron="0 8 * * *", time_zone="UTC"
+    ).schedule.id
+    runtime.access.remove_member(olga, "finance", "alice")  # pauses the schedule
+    with TestClient(runtime.app()) as client:
+        yield {"client": client, "tokens": tokens, "schedule": schedule, "runtime": runtime}
+
+
+def signed(site: Any, who: str) -> Signed:
+    return sign_in(site["client"], site["tokens"][who])
+
+
+def post(site: Any, who: Signed, path: str, **fields: str) -> Any:
+    return site["client"].post(
+        path, data=who.form(**fields), headers=who.headers, follow_redirects=False
+    )
+
+
+@pytest.mark.parametrize("action", ["resume", "run"])
+def test_a_refused_schedule_action_is_a_page_naming_the_access_rule(site: Any, action: str) -> None:
+    alice = signed(site, "alice")
+    refused = post(site, alice, f"/schedules/{site['schedule']}/{action}")
+    assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
+    assert RULE in unescape(refused.text)
+    assert f'href="/schedules/{site["schedule"]}"' in refused.text
