@@ -41,13 +41,18 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
     schedule = runtime.schedules.create(
         Acting(name="alice"), "invoices", {}, cron="0 8 * * *", time_zone="UTC"
     ).schedule.id
+    job = runtime.exports.create(Acting(name="alice"), "invoices", {}).job.id
     runtime.access.remove_member(olga, "finance", "alice")  # pauses the schedule
     with TestClient(runtime.app()) as client:
-        yield {"client": client, "tokens": tokens, "schedule": schedule, "runtime": runtime}
+        yield {"client": client, "tokens": tokens, "schedule": schedule, "job": job}
 
 
 def signed(site: Any, who: str) -> Signed:
     return sign_in(site["client"], site["tokens"][who])
+
+
+def get(site: Any, who: Signed, path: str) -> Any:
+    return site["client"].get(path, headers=who.headers, follow_redirects=False)
 
 
 def post(site: Any, who: Signed, path: str, **fields: str) -> Any:
@@ -63,3 +68,15 @@ def test_a_refused_schedule_action_is_a_page_naming_the_access_rule(site: Any, a
     assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
     assert RULE in unescape(refused.text)
     assert f'href="/schedules/{site["schedule"]}"' in refused.text
+
+
+def test_a_refused_download_is_headed_as_refused_and_keeps_the_name_as_written(site: Any) -> None:
+    alice = signed(site, "alice")
+    refused = get(site, alice, f"/jobs/{site['job']}/download")
+    assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
+    text = unescape(refused.text)
+    assert "Nothing to download yet" not in text
+    assert "Access refused" in text
+    assert "alice may not download" in text
+    assert "Alice may not" not in text
+    assert RULE in text

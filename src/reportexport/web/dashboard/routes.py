@@ -25,7 +25,7 @@ from reportexport.core.job_status import CANCELS, TransitionError
 from reportexport.core.parameters import ParameterError
 from reportexport.core.records import Job, User
 from reportexport.core.text import quoted
-from reportexport.services.errors import GoneError, NotFoundError, ServiceError
+from reportexport.services.errors import ForbiddenError, GoneError, NotFoundError, ServiceError
 from reportexport.services.exports import JobView
 from reportexport.services.sessions import SignInLimitError
 from reportexport.web.dashboard import forms
@@ -361,6 +361,15 @@ def download(request: Request, user: SignedIn, job_id: str) -> Response:
         return _not_found(request, user, job_id)
     except GoneError as exc:
         return _gone(request, user, number, exc.detail)
+    except ForbiddenError as exc:  # no longer theirs to download: said as written (a name)
+        return problem_page(
+            request,
+            user,
+            status_of(exc),
+            exc.title,
+            f"{exc.detail}.",
+            actions=[(f"Back to export #{number}", f"/jobs/{number}")],
+        )
     except ServiceError as exc:
         return problem_page(
             request,
