@@ -15,7 +15,7 @@ from reportexport.objects import ObjectStore
 from reportexport.services.exports import Acting
 from reportexport.store import Database
 from tests.dashboard_session import Signed, sign_in
-from tests.helpers import API_QUERIES, catalog_for, runtime_for
+from tests.helpers import API_QUERIES, catalog_for, runtime_for, succeeded_job
 
 HTML = "text/html; charset=utf-8"
 INVOICES = {
@@ -34,6 +34,7 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
         name: jobs_db.users.add_user(name, role)[1]
         for name, role in (("alice", "user"), ("olga", "operator"))
     }
+    done_file = succeeded_job(jobs_db, local_objects, saved_query="invoices", parameters={})
     runtime = runtime_for(jobs_db, catalog, local_objects)
     olga = Acting(name="olga", role="operator")
     runtime.access.create_group(olga, "finance")
@@ -44,7 +45,8 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
     job = runtime.exports.create(Acting(name="alice"), "invoices", {}).job.id
     runtime.access.remove_member(olga, "finance", "alice")  # pauses the schedule
     with TestClient(runtime.app()) as client:
-        yield {"client": client, "tokens": tokens, "schedule": schedule, "job": job}
+        ids = {"schedule": schedule, "job": job, "file": done_file}
+        yield {"client": client, "tokens": tokens, **ids}
 
 
 def signed(site: Any, who: str) -> Signed:
@@ -80,3 +82,16 @@ def test_a_refused_download_is_headed_as_refused_and_keeps_the_name_as_written(s
     assert "alice may not download" in text
     assert "Alice may not" not in text
     assert RULE in text
+
+
+def test_a_job_page_says_why_the_file_is_not_downloadable_to_its_owner_only(site: Any) -> None:
+    alice, olga = signed(site, "alice"), signed(site, "olga")
+    shown = get(site, alice, f"/jobs/{site['file']}")
+    assert shown.status_code == 200
+    assert 'id="download"' not in shown.text
+    text = unescape(shown.text)
+    assert 'id="not-downloadable"' in text
+    assert RULE in text
+    operator = get(site, olga, f"/jobs/{site['file']}")  # an operator may still download it
+    assert 'id="download"' in operator.text
+    assert 'id="not-downloadable"' not in operator.text

@@ -328,6 +328,7 @@ def _job_page(
         user,
         status=status,
         job=job,
+        download_refused=_download_refused(request, user, job),
         history=detail.history,
         side_effects=detail.side_effects,
         deliveries=view.deliveries,
@@ -343,6 +344,16 @@ def _job_page(
         rerun_key=secrets.token_urlsafe(16),
         problem=problem,
     )
+
+
+def _download_refused(request: Request, user: User, job: Job) -> str | None:
+    """Why the owner may no longer download their file (their access to its query went);
+    None when they may, and for anyone else (an operator downloads anyone's)."""
+    if job.status != "succeeded" or job.owner != user.name:
+        return None
+    exports = parts(request).exports
+    refusal = exports.refusal(exports.member(user), job.saved_query)
+    return refusal.reason_for(user.name) if refusal is not None else None
 
 
 def _expired(job: Job) -> bool:
