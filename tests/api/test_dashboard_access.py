@@ -95,3 +95,19 @@ def test_a_job_page_says_why_the_file_is_not_downloadable_to_its_owner_only(site
     operator = get(site, olga, f"/jobs/{site['file']}")  # an operator may still download it
     assert 'id="download"' in operator.text
     assert 'id="not-downloadable"' not in operator.text
+
+
+def test_a_paused_schedule_says_access_was_lost_not_that_the_query_left_the_catalog(
+    site: Any,
+) -> None:
+    alice, olga = signed(site, "alice"), signed(site, "olga")
+    path = f"/schedules/{site['schedule']}"
+    owner = unescape(get(site, alice, path).text)  # the owner gets the refusal, by its rule
+    assert "no longer in the catalog" not in owner
+    assert 'id="access-lost"' in owner
+    assert "Invoices of the finance team" not in owner  # the title is no longer hers to see
+    seen = unescape(get(site, olga, path).text)  # an operator may see it: title and refusal
+    assert "Invoices of the finance team" in seen
+    assert 'id="access-lost"' in seen
+    assert "</bdi> no longer has access" in seen
+    assert "no longer in the catalog" not in seen

@@ -177,16 +177,23 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         view = parts(request).schedules.show(user, number)
     except NotFoundError:
         return _not_found(request, user, schedule_id)
-    queries = {q.name: q for q in parts(request).exports.saved_queries(user)}
-    query = queries.get(view.schedule.saved_query)
+    exports = parts(request).exports
+    schedule = view.schedule
+    queries = {q.name: q for q in exports.saved_queries(user)}
+    query = queries.get(schedule.saved_query)
+    access_lost = None  # its owner's refusal: told to them, and to who may see the query
+    if query is not None or schedule.owner == user.name:
+        refused = exports.refusal(exports.owner(schedule.owner), schedule.saved_query)
+        access_lost = refused.reason_for(schedule.owner) if refused is not None else None
     return page(
         request,
         "schedule.html",
         user,
         view=view,
-        schedule=view.schedule,
-        title=query.title if query else view.schedule.saved_query,
-        in_catalog=query is not None,
+        schedule=schedule,
+        title=query.title if query else schedule.saved_query,
+        in_catalog=query is not None or access_lost is not None,
+        access_lost=access_lost,
         types={n: spec.type for n, spec in query.parameters.items()} if query else {},
         parameter_value=parameter_value,
         run_key=secrets.token_urlsafe(16),
