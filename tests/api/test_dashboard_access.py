@@ -46,7 +46,7 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
     runtime.access.remove_member(olga, "finance", "alice")  # pauses the schedule
     with TestClient(runtime.app()) as client:
         ids = {"schedule": schedule, "job": job, "file": done_file}
-        yield {"client": client, "tokens": tokens, **ids}
+        yield {"client": client, "tokens": tokens, "runtime": runtime, **ids}
 
 
 def signed(site: Any, who: str) -> Signed:
@@ -70,6 +70,8 @@ def test_a_refused_schedule_action_is_a_page_naming_the_access_rule(site: Any, a
     assert (refused.status_code, refused.headers["content-type"]) == (403, HTML)
     assert RULE in unescape(refused.text)
     assert f'href="/schedules/{site["schedule"]}"' in refused.text
+    counted = site["runtime"].exports.refusals.counts()  # a refused resume is counted as one
+    assert counted.get(("resume", "group"), 0) == (1 if action == "resume" else 0)
 
 
 def test_a_refused_download_is_headed_as_refused_and_keeps_the_name_as_written(site: Any) -> None:

@@ -344,6 +344,25 @@ def test_refused_access_is_logged_and_counted_by_path_and_rule(
     ) in said
 
 
+def test_a_refused_resume_is_logged_and_counted_as_path_resume(
+    parts: Parts, caplog: pytest.LogCaptureFixture
+) -> None:
+    parts.access.add_member(OLGA, "finance", "alice")
+    made = parts.schedules.create(ALICE, "invoices", {}, cron="0 8 * * *", time_zone="UTC")
+    parts.access.remove_member(OLGA, "finance", "alice")
+    before = parts.exports.refusals.counts()
+    caplog.set_level(logging.INFO, logger="reportexport.access")
+    with pytest.raises(AccessRefusedError):
+        parts.schedules.resume(ALICE, made.schedule.id)
+    after = parts.exports.refusals.counts()
+    assert after.get(("resume", "group"), 0) == before.get(("resume", "group"), 0) + 1
+    said = [r.getMessage() for r in caplog.records if r.name == "reportexport.access"]
+    assert said == [
+        f"access refused (resume, group): schedule {made.schedule.id} cannot fire: the access "
+        "rule queries.invoices.access = finance does not include alice"
+    ]
+
+
 def test_a_firing_refused_for_access_records_code_access_and_pauses_the_schedule(
     parts: Parts,
 ) -> None:

@@ -266,7 +266,7 @@ class ExportService:
         if refusal is None:
             return query
         reason = refusal.reason_for(person.name)
-        self._refused(path, refusal, f"{person.name} asked for {quoted(name)}, hidden: {reason}")
+        self.refused(path, refusal, f"{person.name} asked for {quoted(name)}, hidden: {reason}")
         return None
 
     def _require_access(self, member: Member, saved_query: str, *, path: RefusedPath) -> None:
@@ -275,10 +275,11 @@ class ExportService:
             doing = "download" if path in ("download", "link") else "run"
             reason = refusal.reason_for(member.name)
             detail = f"{member.name} may not {doing} {quoted(saved_query)}: {reason}"
-            self._refused(path, refusal, detail)
+            self.refused(path, refusal, detail)
             raise AccessRefusedError(detail, access_rule=refusal.names)
 
-    def _refused(self, path: RefusedPath, refusal: Refusal, message: str) -> None:
+    def refused(self, path: RefusedPath, refusal: Refusal, message: str) -> None:
+        """Log and count one refusal of `path` by `refusal` (`message`: who, what, why)."""
         self.refusals.refused(path, "group" if refusal.rule is not None else "bind", message)
 
     # -- creating jobs -------------------------------------------------------------------------

@@ -16,8 +16,11 @@ from collections import Counter
 from typing import Literal
 
 # What was refused: seeing a saved query by name, making, rerunning or firing a job of it,
-# downloading its file (through the service or a signed link), signing in.
-RefusedPath = Literal["show", "create", "rerun", "schedule", "download", "link", "sign_in"]
+# resuming a schedule of it, downloading its file (through the service or a signed link),
+# signing in.
+RefusedPath = Literal[
+    "show", "create", "rerun", "schedule", "resume", "download", "link", "sign_in"
+]
 # What refused it: a group rule, a parameter bound to an attribute the person lacks (or whose
 # value changed), the identity provider, an operator's revocation or suspension.
 RefusedBy = Literal["group", "bind", "provider", "revoked", "suspended"]

@@ -284,10 +284,9 @@ class ScheduleService:
         schedule = self._mine(person, schedule_id)
         refusal = self.exports.refusal(self.exports.owner(schedule.owner), schedule.saved_query)
         if refusal is not None:
-            raise AccessRefusedError(
-                f"schedule {schedule_id} cannot fire: {refusal.reason_for(schedule.owner)}",
-                access_rule=refusal.names,
-            )
+            detail = f"schedule {schedule_id} cannot fire: {refusal.reason_for(schedule.owner)}"
+            self.exports.refused("resume", refusal, detail)
+            raise AccessRefusedError(detail, access_rule=refusal.names)
         parsed = _cron(schedule.cron, schedule.time_zone)
         try:
             self._often_enough(parsed, self.clock())

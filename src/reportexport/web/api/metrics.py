@@ -79,8 +79,8 @@ class StoreCollector(Collector):
         refused = CounterMetricFamily(
             "reportexport_access_refusals",
             "Access refused by this process since it started, by what was asked (path: show, "
-            "create, rerun, schedule, download, link, sign_in) and what refused it (rule: group, "
-            "bind, provider, revoked, suspended)",
+            "create, rerun, schedule, resume, download, link, sign_in) and what refused it "
+            "(rule: group, bind, provider, revoked, suspended)",
             labels=["path", "rule"],
         )
         for (path, rule), count in sorted(self.refusals().items()):
