@@ -121,7 +121,8 @@ def checkout(name: str, commit: str, cache: Path) -> Path:
 
 
 def git(*args: str) -> None:
-    subprocess.run(["git", *args], check=True)
+    if subprocess.run(["git", *args], check=False).returncode:
+        raise SystemExit(f"git {' '.join(args)} failed (no network? --source NAME=DIR then)")
 
 
 def run_gate(tree: Path, name: str) -> list[str]:
@@ -201,7 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 origin = f"{tree}, as it is: not checked against {repo.commit}"
             else:
                 tree = checkout(repo.name, repo.commit, cache)
-                origin = f"{URLS[repo.name]} at {repo.commit}"
+                remote = subprocess.run(
+                    ["git", "-C", str(tree), "remote", "get-url", "origin"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout.strip()
+                origin = f"{remote or URLS[repo.name]} at {repo.commit}"
             print(f"{repo.name} ({origin})")
             counts: Counter[str] = Counter()
             for verdict, text in compare(repo.expected, run_gate(tree, repo.name)):
