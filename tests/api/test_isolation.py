@@ -48,7 +48,8 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
                                   headers=auth(api, "alice")).json()  # fmt: skip
     ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
            "effect": "emit_failed_webhook", "schedule_id": schedule["id"], "person": "alice",
-           "attribute": "country"}  # fmt: skip
+           "attribute": "country",
+           "delivery_id": 1}  # fmt: skip  # redriving one delivery is an operator's: any id
     return {**api, "ids": ids}
 
 
