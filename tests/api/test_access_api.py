@@ -85,6 +85,40 @@ def test_an_operator_adds_someone_to_a_group_and_the_query_appears(api: dict[str
     ]  # fmt: skip
 
 
+def test_every_refusal_for_lost_access_is_declared_in_the_api_document(
+    api: dict[str, Any],
+) -> None:
+    """Each operation on a person's own job or schedule whose query they lost access to answers
+    403, and the OpenAPI document says it can (a client generated from it expects the 403)."""
+    call(api, "olga", "POST", "/api/groups", json={"name": "finance"})
+    call(api, "olga", "PUT", "/api/groups/finance/members/alice")
+    job = call(api, "alice", "POST", "/api/exports", json={"saved_query": "invoices"}).json()
+    schedule = call(api, "alice", "POST", "/api/schedules",
+                    json={"saved_query": "invoices", "cron": "0 8 * * *", "time_zone": "UTC"})  # fmt: skip
+    assert schedule.status_code == 201, schedule.text
+    removed = call(api, "olga", "DELETE", "/api/groups/finance/members/alice").json()
+    assert removed["paused_schedules"] == [schedule.json()["id"]]
+
+    refused = {
+        "rerun_export": ("POST", f"/api/exports/{job['id']}/rerun"),
+        "download_export": ("GET", f"/api/exports/{job['id']}/download"),
+        "export_schema": ("GET", f"/api/exports/{job['id']}/schema"),
+        "resume_schedule": ("POST", f"/api/schedules/{schedule.json()['id']}/resume"),
+        "run_schedule": ("POST", f"/api/schedules/{schedule.json()['id']}/run"),
+    }
+    document = api["client"].get("/openapi.json").json()
+    declared = {
+        operation["operationId"]: set(operation["responses"])
+        for path in document["paths"].values()
+        for operation in path.values()
+    }
+    for operation_id, (method, path) in refused.items():
+        answer = call(api, "alice", method, path)
+        assert answer.status_code == 403, (operation_id, answer.text)
+        assert answer.json()["access_rule"] == "queries.invoices.access"
+        assert "403" in declared[operation_id], operation_id
+
+
 def test_a_query_one_may_not_see_answers_as_one_that_does_not_exist(api: dict[str, Any]) -> None:
     hidden = call(api, "alice", "GET", "/api/saved-queries/invoices")
     missing = call(api, "alice", "GET", "/api/saved-queries/nothing")

@@ -231,7 +231,7 @@ def cancel_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobOut:
     status_code=201,
     tags=["exports"],
     operation_id="rerun_export",
-    responses=job_created("The new job, owned by the old job's owner", 401, 404, 409, 422, 429),
+    responses=job_created("The new job, owned by the old job's owner", 401, 403, 404, 409, 422, 429),
 )
 def rerun_export(
     job_id: JobIdIn,
@@ -266,7 +266,7 @@ def rerun_export(
                 }
             },
         },
-        **problems(401, 404, 409, 410, 422),
+        **problems(401, 403, 404, 409, 410, 422),
     },
 )
 def download_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> RedirectResponse:
@@ -279,7 +279,7 @@ def download_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> Redirec
     tags=["exports"],
     operation_id="export_schema",
     response_model=CsvSchemaOut,
-    responses=problems(401, 404, 409, 422),
+    responses=problems(401, 403, 404, 409, 422),
 )
 def export_schema(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JSONResponse:
     """The small JSON schema next to the CSV: dialect, column names and types."""

@@ -157,7 +157,7 @@ def pause_schedule(schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser) -
     response_model=ScheduleOut,
     tags=["schedules"],
     operation_id="resume_schedule",
-    responses=problems(401, 404, 409, 422),
+    responses=problems(401, 403, 404, 409, 422),
 )
 def resume_schedule(schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser) -> ScheduleOut:
     """Fire again from the next time after now; times missed while paused are not made up."""
@@ -170,7 +170,7 @@ def resume_schedule(schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser) 
     status_code=201,
     tags=["schedules"],
     operation_id="run_schedule",
-    responses=job_created("The new job, made as a firing would make it", 401, 404, 409, 422, 429),
+    responses=job_created("The new job, made as a firing would make it", 401, 403, 404, 409, 422, 429),
 )
 def run_schedule(
     schedule_id: ScheduleIdIn,
