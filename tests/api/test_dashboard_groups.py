@@ -64,7 +64,10 @@ def test_an_operator_adds_someone_and_the_query_appears_then_removing_them_cance
     assert "queries.invoices.access" in listed.text  # where the catalog names it
     added = post(site, olga, "/operators/groups/finance/members", name="alice")
     assert added.status_code == 303
-    assert 'data-member="alice"' in get(site, olga, "/operators/groups/finance").text
+    group_page = get(site, olga, "/operators/groups/finance").text
+    assert 'data-member="alice"' in group_page
+    assert "<title>finance · Groups · reportexport</title>" in group_page
+    assert group_page.count('<a href="/operators/groups">All groups</a>') == 1
 
     assert "Invoices of the finance team" in get(site, alice, "/exports/new").text
     sent = post(site, alice, "/exports/new", **{"saved-query": "invoices"})
