@@ -93,8 +93,8 @@ def test_every_refusal_for_lost_access_is_declared_in_the_api_document(
     call(api, "olga", "POST", "/api/groups", json={"name": "finance"})
     call(api, "olga", "PUT", "/api/groups/finance/members/alice")
     job = call(api, "alice", "POST", "/api/exports", json={"saved_query": "invoices"}).json()
-    schedule = call(api, "alice", "POST", "/api/schedules",
-                    json={"saved_query": "invoices", "cron": "0 8 * * *", "time_zone": "UTC"})  # fmt: skip
+    daily = {"saved_query": "invoices", "cron": "0 8 * * *", "time_zone": "UTC"}
+    schedule = call(api, "alice", "POST", "/api/schedules", json=daily)
     assert schedule.status_code == 201, schedule.text
     removed = call(api, "olga", "DELETE", "/api/groups/finance/members/alice").json()
     assert removed["paused_schedules"] == [schedule.json()["id"]]

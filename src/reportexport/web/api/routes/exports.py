@@ -231,7 +231,9 @@ def cancel_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobOut:
     status_code=201,
     tags=["exports"],
     operation_id="rerun_export",
-    responses=job_created("The new job, owned by the old job's owner", 401, 403, 404, 409, 422, 429),
+    responses=job_created(
+        "The new job, owned by the old job's owner", 401, 403, 404, 409, 422, 429
+    ),
 )
 def rerun_export(
     job_id: JobIdIn,

@@ -170,7 +170,9 @@ def resume_schedule(schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser) 
     status_code=201,
     tags=["schedules"],
     operation_id="run_schedule",
-    responses=job_created("The new job, made as a firing would make it", 401, 403, 404, 409, 422, 429),
+    responses=job_created(
+        "The new job, made as a firing would make it", 401, 403, 404, 409, 422, 429
+    ),
 )
 def run_schedule(
     schedule_id: ScheduleIdIn,
