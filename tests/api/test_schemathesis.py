@@ -1,19 +1,22 @@
 """schemathesis' own command line against a running `serve`: every check, every phase.
 
 `schemathesis run URL --checks all` generates requests from the OpenAPI document (examples,
-coverage of boundaries, fuzzing) as the demo's operator with their bearer token (so the
-operator-only routes are exercised too, not only refused), over the demo catalog and a query
-that takes any text, and, following the document's links, stateful sequences over the API;
-deterministically, so that the same commit gets the same answer
-every run (`./scripts/fuzz` hunts with random seeds outside CI, and what it finds becomes a case
-of `test_schema_agreement.py`). It fails when an
-answer is a 5xx, is undocumented or off its schema, when the schema accepts what the service
-refuses or the reverse, or when `Allow` does not list a path's methods. The number of examples
-comes from $REPORTEXPORT_EXAMPLES (the CI profile bounds it).
+coverage of boundaries, fuzzing) as the demo's user with their bearer token, over the demo
+catalog and a query that takes any text, and, following the document's links, stateful
+sequences over the API; deterministically, so that the same commit gets the same answer every
+run (`./scripts/fuzz` hunts with random seeds outside CI, and what it finds becomes a case of
+`test_schema_agreement.py`). A second run as the demo's operator (fuzzing and stateful) works the
+operator-only routes, which refuse the user. It fails when an answer is a 5xx, is undocumented
+or off its schema, when the schema accepts what the service refuses or the reverse, when
+`Allow` does not list a path's methods, or when the stateful phase did not reach an operation
+that takes the bearer token (`schemathesis_hooks.py` keeps its scenarios replayable, and
+records what it sent). The number of examples comes from $REPORTEXPORT_EXAMPLES (the CI
+profile bounds it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -22,6 +25,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.helpers import EXAMPLES, serving_url, start_serve, tail
@@ -31,6 +35,9 @@ SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 SEED = os.environ.get("REPORTEXPORT_FUZZ_SEED")
 GENERATION = ["--seed", SEED] if SEED else ["--generation-deterministic"]
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
+PHASE_TITLES = {"examples": "Examples", "coverage": "Coverage", "fuzzing": "Fuzzing",
+                "stateful": "Stateful"}  # fmt: skip
 # 4 min alone on a 2-core machine (2026-12-05); beside the rest of the suite's workers it took
 # more than 15 min in a CI run, which its first bound (900 s) cut short.
 TIMEOUT = 2400
@@ -47,8 +54,8 @@ parameters.term = { type = "string", max_length = 200, description = "any text" 
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """`serve` over the demo and a free-text query; its URL and the operator's token."""
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    """`serve` over the demo and a free-text query; its URL and the demo people's tokens."""
     home = tmp_path_factory.mktemp("schemathesis") / "var"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
     # Limits high enough that a fuzzer's thousand exports are not refused for their number.
@@ -57,15 +64,15 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
                REPORTEXPORT_MAX_SCHEDULES="1000000")  # fmt: skip
     demo = subprocess.run([sys.executable, "-m", "reportexport", "demo", "--rows", "2000"],
                           env=env, check=True, capture_output=True, text=True)  # fmt: skip
-    token = re.search(r"created operator 'operator'; token \(shown once\): (\S+)", demo.stdout)
-    assert token is not None, demo.stdout
+    tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", demo.stdout))
+    assert {"demo", "operator"} <= set(tokens), demo.stdout
     with open(home / "catalog.toml", "a") as catalog:
         catalog.write(FREE_TEXT)
     log = home.parent / "serve.log"
     server = start_serve(["--grace-seconds", "1"], env=env, log=log)
     try:
         base = serving_url(server, log)
-        yield base, token.group(1)
+        yield base, tokens
     finally:
         server.terminate()
         try:
@@ -78,28 +85,70 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
     assert "Traceback" not in log.read_text()
 
 
-def test_schemathesis_finds_nothing_with_every_check_and_phase(
-    service: tuple[str, str], tmp_path: Path
-) -> None:
-    base, token = service
-    started = time.monotonic()
+def schemathesis(base: str, token: str, phases: str, directory: Path) -> tuple[str, set[str]]:
+    """Run schemathesis with `token`'s bearer; its report, and the operations the stateful
+    phase sent a request to."""
+    calls = directory / "stateful.jsonl"
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "schemathesis_hooks",
+           "PYTHONPATH": str(HOOKS.parent), "REPORTEXPORT_STATEFUL_LOG": str(calls)}  # fmt: skip
     done = subprocess.run(
         [str(SCHEMATHESIS), "--config-file", str(CONFIG), "run", f"{base}/openapi.json",
          "--checks", "all", *GENERATION,
          "--header", f"Authorization: Bearer {token}", "--max-examples", str(EXAMPLES),
-         "--workers", "1", "--phases", "examples,coverage,fuzzing,stateful",
-         "--report", "ndjson", "--report-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=TIMEOUT, check=False,
-        cwd=tmp_path,  # its .schemathesis cache (crash reports) stays out of the repository
+         "--workers", "1", "--phases", phases,
+         "--report", "ndjson", "--report-dir", str(directory)],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False, env=env,
+        cwd=directory,  # its .schemathesis cache (crash reports) stays out of the repository
     )  # fmt: skip
     report = done.stdout + done.stderr
     assert done.returncode == 0, report[report.find("FAILURES") :][:12000]
+    for phase in phases.split(","):
+        assert f"✅ {PHASE_TITLES[phase]}" in report, report[-3000:]
+    reached = {json.loads(line)["operation"] for line in calls.read_text().splitlines()}
+    return report, reached
+
+
+def bearer_operations(base: str) -> set[str]:
+    """The operations whose document asks for the bearer token."""
+    document = httpx.get(f"{base}/openapi.json", timeout=30).json()
+    return {
+        f"{method.upper()} {path}"
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if {"bearer"} & {name for need in operation.get("security", []) for name in need}
+    }
+
+
+def test_schemathesis_finds_nothing_with_every_check_and_phase_as_a_user(
+    service: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    base, tokens = service
+    started = time.monotonic()
+    report, reached = schemathesis(
+        base, tokens["demo"], "examples,coverage,fuzzing,stateful", tmp_path
+    )
     tested = re.search(r"Tested: (\d+)", report)
     assert tested is not None
     assert int(tested.group(1)) >= 28, report[-3000:]
-    assert "✅ Stateful" in report, report[-3000:]
-    # Its warnings are for people reading the report, not failures: a low valid-input rate
-    # where the coverage phase sends one Idempotency-Key with many bodies (a reused key is a 409
-    # by design), and the text pattern it cannot generate from (no NUL, no lone surrogate, as
-    # ECMA-262 reads it); test_schema_agreement.py sends those values itself.
-    print(f"schemathesis: {time.monotonic() - started:.0f} s")
+    # A user may not make a group, so no answer links to one; the operator's run reaches those.
+    through_a_group = {op for op in bearer_operations(base) if "/api/groups/{name}" in op}
+    assert through_a_group, "the document has no operation on one group"
+    assert bearer_operations(base) - through_a_group <= reached, sorted(
+        bearer_operations(base) - through_a_group - reached
+    )
+    # Its warnings are for people reading the report, not failures: operator-only operations
+    # answer this user only 401/403, a low valid-input rate where the coverage phase sends one
+    # Idempotency-Key with many bodies (a reused key is a 409 by design), and the text pattern
+    # it cannot generate from (no NUL, no lone surrogate, as ECMA-262 reads it);
+    # test_schema_agreement.py sends those values itself.
+    print(f"schemathesis as a user: {time.monotonic() - started:.0f} s")
+
+
+def test_schemathesis_as_the_operator_reaches_every_operation_statefully(
+    service: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    base, tokens = service
+    started = time.monotonic()
+    _, reached = schemathesis(base, tokens["operator"], "fuzzing,stateful", tmp_path)
+    assert bearer_operations(base) <= reached, sorted(bearer_operations(base) - reached)
+    print(f"schemathesis as the operator: {time.monotonic() - started:.0f} s")
