@@ -442,7 +442,16 @@ def cancel(request: Request, user: SignedIn, job_id: str, confirmed: str = Form(
     number = id_of(job_id)
     if number is None:
         return _not_found(request, user, job_id)
+    exports = parts(request).exports
     if confirmed != "yes":
+        # A page loaded before the export ended still shows its Cancel button: say it ended,
+        # rather than ask to confirm what cannot be done.
+        try:
+            now = exports.job(user, number).detail.job.status
+        except NotFoundError:
+            return _not_found(request, user, job_id)
+        if now not in CANCELABLE:
+            return redirect(request, f"/jobs/{number}", "warning", _ended(number, now))
         return page(
             request,
             "confirm.html",
@@ -453,16 +462,18 @@ def cancel(request: Request, user: SignedIn, job_id: str, confirmed: str = Form(
             label="Cancel the export",
             back=f"/jobs/{number}",
         )
-    exports = parts(request).exports
     try:
         exports.cancel(user, number)
     except NotFoundError:
         return _not_found(request, user, job_id)
     except TransitionError:
         now = exports.job(user, number).detail.job.status
-        why = f"Export #{number} is {now} already: there is nothing to cancel."
-        return redirect(request, f"/jobs/{number}", "warning", why)
+        return redirect(request, f"/jobs/{number}", "warning", _ended(number, now))
     return redirect(request, f"/jobs/{number}", "success", f"Export #{number} is canceled.")
+
+
+def _ended(number: int, status: str) -> str:
+    return f"Export #{number} has already ended ({status}): there is nothing to cancel."
 
 
 @list_forms.post("/jobs/cancel")
