@@ -191,7 +191,7 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         user,
         view=view,
         schedule=schedule,
-        title=query.title if query else schedule.saved_query,
+        title=query.title if query else None,  # no title: the name is shown once, as it is
         in_catalog=query is not None or access_lost is not None,
         access_lost=access_lost,
         types={n: spec.type for n, spec in query.parameters.items()} if query else {},
