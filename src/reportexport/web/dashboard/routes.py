@@ -588,8 +588,9 @@ def _no_such_query(request: Request, user: User, name: str) -> HTMLResponse:
         user,
         404,
         "No such saved query",
-        f"There is no saved query {quoted(name)} for you: it is not in the catalog, or not one "
-        "you may export.",
+        forms.unreadable_query(name)
+        or f"There is no saved query {quoted(name)} for you: it is not in the catalog, or not "
+        "one you may export.",
         actions=[("Choose a saved query", "/exports/new"), ("Back to your exports", "/jobs")],
     )
 

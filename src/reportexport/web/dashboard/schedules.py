@@ -25,6 +25,7 @@ from reportexport.services.errors import (
     ServiceError,
 )
 from reportexport.services.schedules import ScheduleService
+from reportexport.web.dashboard import forms
 from reportexport.web.dashboard.format import parameter_value, zoned_text
 from reportexport.web.dashboard.guards import (
     FEED,
@@ -88,7 +89,8 @@ def _create(request: Request, user: User, pairs: list[tuple[str, str]]) -> Respo
             user,
             404,
             "No such saved query",
-            f"There is no saved query {quoted(sent.saved_query)}.",
+            forms.unreadable_query(sent.saved_query)
+            or f"There is no saved query {quoted(sent.saved_query)}.",
             actions=[("Choose a saved query", "/exports/new"), ("Your schedules", "/schedules")],
         )
     try:
