@@ -555,7 +555,7 @@ def rerun(request: Request, user: SignedIn, job_id: str, key: str = Form("")) ->
         )
     new = created.job.id
     text = (
-        f"Export #{new} runs export #{number} again."
+        f"Export #{new} was created to run export #{number} again."
         if created.created
         else f"Export #{new} was already started for this."
     )
@@ -650,8 +650,10 @@ def _create(request: Request, user: User, pairs: list[tuple[str, str]]) -> Respo
         refused = refusal(exc, query.parameters, scheduling=False)
         return form_again(request, user, queries, query, sent, refused, scheduling=False)
     job = created.job
+    # No status in the message: the export may have ended by the time the page shows it, and
+    # the page shows its status as it is then.
     text = (
-        f"Export #{job.id} is {job.status}."
+        f"Export #{job.id} was created."
         if created.created
         else f"Export #{job.id} was already started by this form."
     )

@@ -300,7 +300,7 @@ def _done(
         made = schedules.run_now(user, number, idempotency_key=key or None)
         job = made.job
         text = (
-            f"Export #{job.id} runs schedule #{number} now."
+            f"Export #{job.id} was created to run schedule #{number} now."
             if made.created
             else f"Export #{job.id} was already started by this button."
         )
