@@ -136,6 +136,31 @@ def test_a_rotated_secret_is_shown_once_and_audited(dash: Any) -> None:
     assert actions == ["disable_webhook_endpoint", "rotate_webhook_secret"]
 
 
+def test_a_test_event_for_an_endpoint_disabled_since_the_page_was_loaded_is_refused(
+    dash: Any,
+) -> None:
+    """Send a test event pressed on a page loaded before the endpoint was disabled (in another
+    tab, by another operator): nothing is sent, and a 409 page says it is disabled and why."""
+    olga = signed(dash, "olga")
+    endpoint = dash["db"].endpoints.add_webhook_endpoint(
+        owner="alice", url="https://hooks.example.com/in", secret="whsec_" + "a" * 32
+    )
+    listing = get(dash, olga, "/operators/webhooks").text
+    assert f'action="/operators/webhooks/{endpoint.id}/test"' in listing
+    post(dash, olga, f"/operators/webhooks/{endpoint.id}/disable", confirmed="yes")
+    refused = post(dash, olga, f"/operators/webhooks/{endpoint.id}/test")
+    assert (refused.status_code, refused.headers["content-type"]) == (409, HTML)
+    said = unescape(refused.text)
+    assert "Endpoint disabled" in said
+    assert (
+        f"No test event was sent: webhook endpoint {endpoint.id} is disabled (removed by olga)"
+        in said
+    )
+    assert 'href="/operators/webhooks"' in refused.text
+    actions = re.findall(r'data-action="([a-z_]+)"', get(dash, olga, "/operators/audit").text)
+    assert actions == ["disable_webhook_endpoint"]
+
+
 def test_an_endpoint_added_from_the_page_shows_its_secret_once(dash: Any) -> None:
     olga = signed(dash, "olga")
     refused = post(dash, olga, "/operators/webhooks", url="ftp://x", receiver="person",

@@ -170,8 +170,15 @@ class WebhookService:
         )
 
     def test(self, person: Person, endpoint_id: int) -> TestDelivery:
-        """Send a signed `webhook.test` event now and say what came back."""
+        """Send a signed `webhook.test` event now and say what came back; a disabled endpoint
+        takes none (a page loaded before it was disabled still offers the button)."""
         endpoint = self.endpoint(person, endpoint_id)
+        if endpoint.disabled_at is not None:
+            why = f" ({endpoint.disabled_reason})" if endpoint.disabled_reason else ""
+            raise ConflictError(
+                f"webhook endpoint {endpoint_id} is disabled{why}: it takes no test event",
+                title="Endpoint disabled",
+            )
         now = self.clock()
         body = json.dumps({"type": "webhook.test", "timestamp": now.isoformat(), "data": {}})
         # A person waits for this answer: the name gets TEST_RESOLVE_SECONDS to resolve and
