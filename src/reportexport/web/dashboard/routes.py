@@ -10,7 +10,7 @@ style with a way forward; a signed-in person never meets the sign-in form by acc
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ from markupsafe import Markup
 from frozen_lifecycle.render import TABLE_HEADER, decision_rows, render_svg
 from reportexport.core.job_status import CANCELS, TransitionError
 from reportexport.core.parameters import ParameterError
-from reportexport.core.records import Job, User
+from reportexport.core.records import Delivery, Job, User
 from reportexport.core.text import quoted
 from reportexport.services.errors import ForbiddenError, GoneError, NotFoundError, ServiceError
 from reportexport.services.exports import JobView
@@ -322,6 +322,9 @@ def _job_page(
 ) -> HTMLResponse:
     detail = view.detail
     job = detail.job
+    gone = parts(request).webhooks.disabled(
+        user, [d.endpoint_id for d in view.deliveries if d.endpoint_id is not None]
+    )
     return page(
         request,
         "job.html",
@@ -332,6 +335,8 @@ def _job_page(
         history=detail.history,
         side_effects=detail.side_effects,
         deliveries=view.deliveries,
+        disabled_endpoints=gone,
+        gave_up=_gave_up(view.deliveries, gone),
         downloads=view.downloads,
         firing=view.firing,
         previous=view.previous,
@@ -344,6 +349,21 @@ def _job_page(
         rerun_key=secrets.token_urlsafe(16),
         problem=problem,
     )
+
+
+def _gave_up(deliveries: Sequence[Delivery], disabled: Mapping[int, str]) -> dict[str, str]:
+    """By announcement: the destinations it gave up on and why, in words (a disabled endpoint
+    by what disabled it). An announcement is complete once no destination is left to try, so
+    its row alone would say "completed" of one that reached nobody."""
+    said: dict[str, list[str]] = {}
+    for d in deliveries:
+        if d.given_up_at is None:
+            continue
+        where = d.address or f"webhook endpoint {d.endpoint_id}"
+        endpoint_gone = disabled.get(d.endpoint_id) if d.endpoint_id is not None else None
+        why = endpoint_gone or d.last_error or "no reason was recorded"
+        said.setdefault(d.effect, []).append(f"{where}: {why}")
+    return {effect: "; ".join(reasons) for effect, reasons in said.items()}
 
 
 def _download_refused(request: Request, user: User, job: Job) -> str | None:
