@@ -348,6 +348,26 @@ def test_webhook_endpoints_are_managed_by_their_owner(api: dict[str, Any]) -> No
         assert client.get("/api/webhooks", headers=auth(api, "alice")).json()[0]["disabled_at"]
 
 
+def test_a_disabled_endpoint_refuses_a_test_event(api: dict[str, Any]) -> None:
+    """A test asked for after the endpoint was disabled (a client that listed it before) sends
+    nothing and answers 409, saying it is disabled and why."""
+    from tests.effects.receiver import Receiver, running_receiver
+
+    client = hooks_api(api)
+    with running_receiver(Receiver()) as receiver:
+        made = client.post("/api/webhooks", json={"url": receiver.url}, headers=auth(api, "alice"))
+        hook = made.json()["id"]
+        assert client.delete(f"/api/webhooks/{hook}", headers=auth(api, "alice")).status_code == 204
+        tested = client.post(f"/api/webhooks/{hook}/test", headers=auth(api, "alice"))
+        assert tested.status_code == 409
+        assert tested.headers["content-type"] == "application/problem+json"
+        assert tested.json()["title"] == "Endpoint disabled"
+        assert tested.json()["detail"] == (
+            f"webhook endpoint {hook} is disabled (removed by alice): it takes no test event"
+        )
+        assert receiver.received == []
+
+
 def test_only_operators_register_the_global_endpoint_or_redrive(api: dict[str, Any]) -> None:
     client = hooks_api(api)
     body = {"url": "http://127.0.0.1:9/all", "everyone": True}

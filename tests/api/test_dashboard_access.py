@@ -113,3 +113,25 @@ def test_a_paused_schedule_says_access_was_lost_not_that_the_query_left_the_cata
     assert 'id="access-lost"' in seen
     assert "</bdi> no longer has access" in seen
     assert "no longer in the catalog" not in seen
+
+
+def test_a_schedule_whose_owner_lost_access_names_its_query_once_and_offers_no_resume_or_run(
+    site: Any,
+) -> None:
+    """After a loss of access the page names the saved query once (its owner may no longer see
+    its title, so the name is not repeated as one), says why by the rule, and offers no Resume
+    or Run now, which would be refused; Delete is still offered."""
+    alice, olga = signed(site, "alice"), signed(site, "olga")
+    path = f"/schedules/{site['schedule']}"
+    for who in (alice, olga):
+        shown = get(site, who, path)
+        assert shown.status_code == 200
+        assert f'action="{path}/resume"' not in shown.text
+        assert f'action="{path}/run"' not in shown.text
+        assert f'action="{path}/delete"' in shown.text
+        text = unescape(shown.text)
+        assert RULE in text
+        assert "Resume and Run now are not offered until" in text
+    owner = unescape(get(site, alice, path).text)
+    fact = owner.index('id="saved-query"')
+    assert owner[fact : owner.index("</dd>", fact)].count("invoices") == 1

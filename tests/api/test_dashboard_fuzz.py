@@ -11,6 +11,7 @@ GET routes declare, the API's included.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from html import unescape
@@ -241,6 +242,18 @@ def names_the_field(answer: Any, form: Form, name: str) -> bool:
     return any(word.lower() in said for word in words if word)
 
 
+# An undecodable byte as Python keeps it (U+DC80 to U+DCFF), written as its escape, or any
+# surrogate as itself: a page shows neither, it says which field is not valid UTF-8.
+_SURROGATE = re.compile(r"\\+udc[89a-f][0-9a-f]|[\ud800-\udfff]", re.IGNORECASE)
+
+
+def surrogate_shown(page: str) -> str:
+    """The first surrogate a page shows (as an escape or as itself), in context, or ""."""
+    text = unescape(page)
+    found = _SURROGATE.search(text)
+    return "" if found is None else ascii(text[max(found.start() - 80, 0) : found.end() + 20])
+
+
 def body(pairs: list[tuple[str, bytes]]) -> bytes:
     return b"&".join(
         quote_from_bytes(k.encode()).encode() + b"=" + quote_from_bytes(v).encode()
@@ -413,6 +426,8 @@ def trouble(answer: Any, form: Form, name: str) -> str:
     """What is wrong with a form's answer ("" when nothing is)."""
     kind = answer.headers.get("content-type", "")
     status = answer.status_code
+    if echoed := surrogate_shown(answer.text):
+        return f"shows {echoed}"
     if status >= 500 or (status != 303 and kind != HTML):
         return f"{kind} {answer.text[:300]}"
     if status == 303:
@@ -449,6 +464,8 @@ def test_every_query_parameter_of_every_get_route_survives_hostile_values(
                 kind = answer.headers.get("content-type", "")
                 if answer.status_code >= 500:
                     troubles.append(f"{case} {answer.text[:300]}")
+                elif shown := surrogate_shown(answer.text):
+                    troubles.append(f"{case} shows {shown}")
                 elif answer.status_code >= 400 and api and kind != "application/problem+json":
                     troubles.append(f"{case} is no problem: {kind}")
                 elif answer.status_code >= 400 and not api and kind != HTML:
@@ -468,19 +485,52 @@ def post_form(site: dict[str, Any], path: str, *pairs: tuple[str, bytes]) -> Any
     return client.post(path, content=sent, headers=headers, follow_redirects=False)
 
 
-def test_a_refused_undecodable_value_comes_back_as_an_escape_beside_its_field(
+def test_a_refused_undecodable_value_comes_back_beside_its_field_without_an_escape(
     site: dict[str, Any],
 ) -> None:
     """The report's case: a byte that is not UTF-8 in a schedule's cron is refused, and the
-    form comes back (422) showing it as an escape, the problem beside the field."""
+    form comes back (422) with the problem beside the field, saying so; the value is shown as
+    a browser shows such a byte (U+FFFD), never as an escape."""
     answer = post_form(site, "/schedules/new", ("saved-query", b"orders_of_day"),
                        ("day", b"2024-01-05"), ("schedule-cron", b"\xff"),
                        ("schedule-time-zone", b"UTC"))  # fmt: skip
     assert (answer.status_code, answer.headers["content-type"]) == (422, HTML)
-    assert 'name="schedule-cron" value="\\udcff"' in answer.text
+    assert 'name="schedule-cron" value="\ufffd"' in answer.text
     found = _Problems()
     found.feed(answer.text)
     assert "schedule-cron" in found.invalid
+    assert "the cron expression is not valid UTF-8 (byte 0xff at position 0)" in " ".join(
+        found.text
+    )
+    assert surrogate_shown(answer.text) == ""
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "said"),
+    [
+        ("/exports/new", "saved-query", "The saved query's name (saved-query) is not valid UTF-8"),
+        (
+            "/schedules/new",
+            "saved-query",
+            "The saved query's name (saved-query) is not valid UTF-8",
+        ),
+        ("/schedules/new", "schedule-cron", "the cron expression is not valid UTF-8"),
+        ("/schedules/new", "schedule-time-zone", "the time zone is not valid UTF-8"),
+        ("/schedules/new", "schedule-relative-day", "the relative date is not valid UTF-8"),
+    ],
+)
+def test_an_undecodable_byte_is_said_to_be_no_utf8_naming_its_field_never_echoed(
+    site: dict[str, Any], path: str, name: str, said: str
+) -> None:
+    """Each field that quoted a value back quoted an undecodable byte as `'\\udcff'`: the
+    refusal says the field is not valid UTF-8 (and where), and no page shows the escape."""
+    sent = {"saved-query": b"orders_of_day", "day": b"2024-01-05", "schedule-cron": b"0 8 * * *",
+            "schedule-time-zone": b"UTC"}  # fmt: skip
+    answer = post_form(site, path, *{**sent, name: b"x\xff"}.items())
+    assert answer.status_code in (404, 422)
+    assert answer.headers["content-type"] == HTML
+    assert f"{said} (byte 0xff at position 1)" in unescape(answer.text)
+    assert surrogate_shown(answer.text) == ""
 
 
 def test_a_refused_form_key_is_named_and_replaced(site: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -23,7 +24,15 @@ from reportexport.services.schedules import ScheduleService
 from reportexport.store import Database, Outcome
 from reportexport.web.dashboard.format import zoned_text
 from tests.dashboard_session import Signed, sign_in
-from tests.helpers import API_QUERIES, DAILY, catalog_for, given_up, runtime_for
+from tests.helpers import (
+    API_QUERIES,
+    DAILY,
+    Clock,
+    catalog_for,
+    given_up,
+    make_runner,
+    runtime_for,
+)
 
 HTML = "text/html; charset=utf-8"
 
@@ -134,6 +143,31 @@ def test_a_rotated_secret_is_shown_once_and_audited(dash: Any) -> None:
     assert "is disabled" in flash_of(disabled)
     actions = re.findall(r'data-action="([a-z_]+)"', get(dash, olga, "/operators/audit").text)
     assert actions == ["disable_webhook_endpoint", "rotate_webhook_secret"]
+
+
+def test_a_test_event_for_an_endpoint_disabled_since_the_page_was_loaded_is_refused(
+    dash: Any,
+) -> None:
+    """Send a test event pressed on a page loaded before the endpoint was disabled (in another
+    tab, by another operator): nothing is sent, and a 409 page says it is disabled and why."""
+    olga = signed(dash, "olga")
+    endpoint = dash["db"].endpoints.add_webhook_endpoint(
+        owner="alice", url="https://hooks.example.com/in", secret="whsec_" + "a" * 32
+    )
+    listing = get(dash, olga, "/operators/webhooks").text
+    assert f'action="/operators/webhooks/{endpoint.id}/test"' in listing
+    post(dash, olga, f"/operators/webhooks/{endpoint.id}/disable", confirmed="yes")
+    refused = post(dash, olga, f"/operators/webhooks/{endpoint.id}/test")
+    assert (refused.status_code, refused.headers["content-type"]) == (409, HTML)
+    said = unescape(refused.text)
+    assert "Endpoint disabled" in said
+    assert (
+        f"No test event was sent: webhook endpoint {endpoint.id} is disabled (removed by olga)"
+        in said
+    )
+    assert 'href="/operators/webhooks"' in refused.text
+    actions = re.findall(r'data-action="([a-z_]+)"', get(dash, olga, "/operators/audit").text)
+    assert actions == ["disable_webhook_endpoint"]
 
 
 def test_an_endpoint_added_from_the_page_shows_its_secret_once(dash: Any) -> None:
@@ -257,6 +291,37 @@ def test_the_job_page_shows_each_destination_of_its_announcement(dash: Any) -> N
     assert "alice@example.com" in rows[1]
     assert "SMTP 550: &lt;no&gt; such mailbox" in rows[1]
     assert hook.attempts == 0
+
+
+def test_an_announcement_complete_with_a_disabled_destination_says_which_gave_up_and_why(
+    dash: Any,
+) -> None:
+    """The announcement is complete (no destination is left to try), but its row does not
+    stop at "completed": it names the destination it gave up on and why (the endpoint was
+    disabled, by whom), and so does that destination's own row."""
+    db, runtime = dash["db"], dash["runtime"]
+    endpoint = runtime.webhooks.add(Acting(name="alice"), "https://hooks.example.com/in")
+    job = runtime.exports.create(Acting(name="alice"), "products", {"category": "toys"})
+    (claim,) = db.queue.claim_jobs("w1", limit=1, lease_seconds=60)
+    db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+    runtime.webhooks.remove(Acting(name="olga", role="operator"), endpoint.id)
+    with httpx.Client(timeout=2) as http:
+        make_runner(db, dash["objects"], http, Clock()).run_once()
+    found = db.jobs.get_job(job.job.id)
+    assert found is not None
+    (effect,) = found.side_effects
+    assert effect.completed_at is not None
+    page = unescape(get(dash, signed(dash, "alice"), f"/jobs/{job.job.id}").text)
+    row = re.search(r"<code>emit_failed_webhook</code>.*?</tr>", page, re.S)
+    assert row is not None
+    said = (
+        f"complete, but gave up on <bdi>webhook endpoint {endpoint.id}: disabled (removed by olga)"
+    )
+    assert said in row.group(0)
+    table = re.search(r'<table id="deliveries".*?</table>', page, re.S)
+    assert table is not None
+    assert f"webhook endpoint {endpoint.id} <span" in table.group(0)
+    assert "disabled (removed by olga)" in table.group(0)
 
 
 def test_revoking_a_token_from_the_page_ends_that_persons_session(dash: Any) -> None:

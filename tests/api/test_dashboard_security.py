@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from reportexport.services.people import PeopleService
 from reportexport.services.sessions import SessionService, SignInLimitError
 from tests.dashboard_session import sign_in
-from tests.helpers import auth, create, runtime_for
+from tests.helpers import auth, create, failed_job, runtime_for, succeeded_job
 
 HTML = "text/html; charset=utf-8"
 
@@ -92,6 +92,33 @@ def test_a_destructive_action_asks_first_without_script(api: dict[str, Any]) -> 
     assert 'name="confirmed" value="yes"' in asked.text
     status = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()["job"]
     assert status["status"] == "queued"
+
+
+@pytest.mark.parametrize("ending", ["succeeded", "failed", "canceled"])
+def test_the_no_script_cancel_of_an_ended_export_says_it_ended_and_offers_no_button(
+    api: dict[str, Any], ending: str
+) -> None:
+    """A Cancel pressed on a page loaded before the export ended (no script) asks nothing: the
+    export's page says it ended already, with its status, and has no Cancel button."""
+    client = api["client"]
+    alice = sign_in(client, api["tokens"]["alice"])
+    if ending == "succeeded":
+        job_id = succeeded_job(api["db"], api["objects"], saved_query="products")
+    elif ending == "failed":
+        job_id = failed_job(api["db"], saved_query="products")
+    else:
+        job_id = create(api).json()["id"]
+        client.post(f"/api/exports/{job_id}/cancel", headers=auth(api, "alice"))
+    asked = client.post(f"/jobs/{job_id}/cancel", data=alice.form(), headers=alice.headers)
+    assert asked.status_code == 200
+    assert f"Cancel export #{job_id}?" not in asked.text
+    assert 'name="confirmed"' not in asked.text
+    assert f"Export #{job_id} has already ended ({ending}): there is nothing to cancel." in (
+        asked.text
+    )
+    assert f'action="/jobs/{job_id}/cancel"' not in asked.text
+    status = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()["job"]
+    assert status["status"] == ending
 
 
 def test_signing_out_ends_the_session_for_good(api: dict[str, Any]) -> None:

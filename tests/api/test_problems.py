@@ -214,7 +214,8 @@ def test_the_dashboard_applies_the_services_rules_and_shows_their_refusals(
     again = client.post(f"/jobs/{job_id}/cancel", headers=alice,
                         data=signed.form(confirmed="yes"))  # fmt: skip
     assert again.status_code == 200
-    assert f"Export #{job_id} is canceled already: there is nothing to cancel." in again.text
+    ended = f"Export #{job_id} has already ended (canceled): there is nothing to cancel."
+    assert ended in again.text
 
 
 def test_the_form_of_an_unknown_saved_query_is_a_404_page_not_another_querys_form(

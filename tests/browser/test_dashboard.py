@@ -371,7 +371,7 @@ def test_a_failed_export_explains_itself(watched: Watched, service: dict[str, An
     accessible(page)
     page.click("#rerun")
     page.wait_for_url(re.compile(r".*/jobs/\d+$"))
-    assert "runs export #" in page.text_content("#flash")
+    assert "was created to run export #" in page.text_content("#flash")
     shot(watched, "failed-export")
 
 

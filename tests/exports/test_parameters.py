@@ -111,6 +111,17 @@ def test_text_that_cannot_be_stored_is_refused_naming_the_parameter(value: str, 
     str(raised.value).encode("utf-8")  # the message itself is printable
 
 
+@pytest.mark.parametrize("kind", ["integer", "number", "boolean"])
+def test_text_that_is_not_utf8_is_refused_as_such_by_a_typed_parameter_not_quoted_back(
+    kind: str,
+) -> None:
+    spec = {"n": ParamSpec(name="n", type=kind)}
+    with pytest.raises(ParameterError) as raised:
+        validate(spec, {"n": "x\udcff"}, from_text=True)
+    assert (raised.value.parameter, raised.value.rule) == ("n", "text")
+    assert raised.value.message == "the value is not valid UTF-8 (byte 0xff at position 1)"
+
+
 def test_a_parameter_name_that_cannot_be_stored_is_unknown() -> None:
     with pytest.raises(ParameterError) as raised:
         validate(SPECS, good(**{"\ud800": "x"}))

@@ -245,6 +245,7 @@ def decode(spec: ParamSpec, value: Any) -> Any:
 
 
 def _boolean(name: str, raw: Any, from_text: bool) -> bool:
+    _readable(name, raw)
     if isinstance(raw, bool):
         return raw
     if from_text and isinstance(raw, str) and raw.strip().lower() in BOOLEAN_WORDS:
@@ -254,6 +255,7 @@ def _boolean(name: str, raw: Any, from_text: bool) -> bool:
 
 
 def _integer(name: str, raw: Any, from_text: bool) -> int:
+    _readable(name, raw)
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
     elif isinstance(raw, float) and raw.is_integer():
@@ -268,6 +270,7 @@ def _integer(name: str, raw: Any, from_text: bool) -> int:
 
 
 def _number(name: str, raw: Any, from_text: bool) -> Decimal:
+    _readable(name, raw)
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         value = Decimal(str(raw))
     elif from_text and isinstance(raw, str) and _NUMBER_TEXT.fullmatch(raw.strip()):
@@ -325,6 +328,14 @@ def _shown_number(value: Decimal) -> str:
 
 def _shown(raw: Any) -> str:
     return quoted(raw) if isinstance(raw, str) else _kind(raw)
+
+
+def _readable(name: str, raw: Any) -> None:
+    """Text that is not text at all (bytes that are not UTF-8, NUL) is refused as such, never
+    quoted back in a type's refusal."""
+    problem = unsafe_text(raw) if isinstance(raw, str) else None
+    if problem is not None:
+        raise ParameterError(name, "text", f"the value {problem}")
 
 
 def _kind(raw: Any) -> str:

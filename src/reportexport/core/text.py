@@ -8,6 +8,8 @@ Both are refused at the door, and anything quoted back in a message is made prin
 
 from __future__ import annotations
 
+import re
+
 # What `unsafe_text` accepts, as patterns for the OpenAPI document. Both mean the same in
 # ECMA-262 (strings of UTF-16 code units, where an emoji is a surrogate pair) and in Python
 # (strings of code points, where JSON's "\\ud83d\\ude00" is one emoji): no NUL, no lone surrogate.
@@ -35,6 +37,15 @@ def unsafe_text(value: str) -> str | None:
 def printable(value: str) -> str:
     """`value` with anything that cannot be encoded as UTF-8 written as an escape."""
     return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def displayable(value: str) -> str:
+    """`value` as a page shows it: each lone surrogate (an undecodable byte, kept so it is
+    refused by name) as U+FFFD, as a browser shows bytes that are not UTF-8."""
+    return _SURROGATE.sub("\ufffd", value)
 
 
 def quoted(value: str, limit: int = 80) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 from zoneinfo import available_timezones
 
+from reportexport.core.text import unsafe_text
+
 NOT_PLACES = frozenset({"localtime", "Factory", "posixrules"})
 
 
@@ -28,6 +30,8 @@ def zone_problem(name: str) -> str | None:
     """Why `name` is not an IANA time zone (with the one probably meant), or None."""
     if name in iana_zones():
         return None
+    if (problem := unsafe_text(name)) is not None:  # said, never quoted back
+        return f"the time zone {problem}"
     meant = likely_zone(name)
     hint = f"did you mean {meant}?" if meant else "e.g. Europe/Paris, UTC"
     return f"{name!r} is not an IANA time zone: {hint}"

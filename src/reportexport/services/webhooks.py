@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -170,8 +170,15 @@ class WebhookService:
         )
 
     def test(self, person: Person, endpoint_id: int) -> TestDelivery:
-        """Send a signed `webhook.test` event now and say what came back."""
+        """Send a signed `webhook.test` event now and say what came back; a disabled endpoint
+        takes none (a page loaded before it was disabled still offers the button)."""
         endpoint = self.endpoint(person, endpoint_id)
+        if endpoint.disabled_at is not None:
+            why = f" ({endpoint.disabled_reason})" if endpoint.disabled_reason else ""
+            raise ConflictError(
+                f"webhook endpoint {endpoint_id} is disabled{why}: it takes no test event",
+                title="Endpoint disabled",
+            )
         now = self.clock()
         body = json.dumps({"type": "webhook.test", "timestamp": now.isoformat(), "data": {}})
         # A person waits for this answer: the name gets TEST_RESOLVE_SECONDS to resolve and
@@ -211,6 +218,22 @@ class WebhookService:
             object_id=endpoint_id,
             detail=detail,
         )
+
+    def disabled(self, person: Person, endpoint_ids: Iterable[int]) -> dict[int, str]:
+        """Why each of these endpoints takes no event any more, by id ("disabled", and the
+        reason for whoever may manage it); those still enabled, or unknown, are left out."""
+        found: dict[int, str] = {}
+        for endpoint_id in set(endpoint_ids):
+            try:
+                endpoint = self.endpoints.get_webhook_endpoint(endpoint_id)
+            except LookupError:
+                continue
+            if endpoint.disabled_at is None:
+                continue
+            theirs = person.is_operator or endpoint.owner == person.name
+            reason = endpoint.disabled_reason if theirs else None
+            found[endpoint_id] = f"disabled ({reason})" if reason else "disabled"
+        return found
 
     def endpoint(self, person: Person, endpoint_id: int) -> WebhookEndpoint:
         """An endpoint the person may manage; another person's does not exist for them."""

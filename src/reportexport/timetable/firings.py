@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
+from reportexport.core.text import unsafe_text
 from reportexport.core.zones import zone_problem
 
 # Firing times searched for at most this far ahead: past the next leap day even across a
@@ -68,6 +69,8 @@ class Cron:
 
     @classmethod
     def parse(cls, expression: str, time_zone: str) -> Cron:
+        if (problem := unsafe_text(expression)) is not None:  # said, never quoted back
+            raise ScheduleError("cron", f"the cron expression {problem}")
         if not re.match(CRON_PATTERN, expression):
             raise ScheduleError(
                 "cron", f"{expression!r} holds a character other than printable ASCII or a tab"
@@ -212,6 +215,8 @@ def relative_date(word: str, local_day: date) -> date:
     match = _DAYS_AGO.fullmatch(word)
     if match:
         return local_day - timedelta(days=int(match.group(1)))
+    if (problem := unsafe_text(word)) is not None:
+        raise ScheduleError("parameters", f"the relative date {problem}")
     raise ScheduleError(
         "parameters", f"{word!r} is not a relative date; use one of: {', '.join(relative_words())}"
     )

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from reportexport.core.parameters import BOOLEAN_WORDS, ParameterError, ParamSpec, encode
+from reportexport.core.text import unsafe_text
 from reportexport.core.zones import iana_zones
 from reportexport.services.errors import KeyReusedError, ServiceError
 from reportexport.timetable.firings import RELATIVE_DATES
@@ -196,6 +197,13 @@ def _shown(spec: ParamSpec, value: Any) -> str:
             return str(value)
         return f"{day.day} {day:%B %Y}"
     return str(encode(value))
+
+
+def unreadable_query(saved_query: str) -> str | None:
+    """Why a sent saved query's name is not text at all (bytes that are not UTF-8, NUL): said
+    by the form's field, never quoted back; None when it is text."""
+    problem = unsafe_text(saved_query)
+    return None if problem is None else f"The saved query's name ({QUERY_FIELD}) {problem}."
 
 
 def form_href(saved_query: str) -> str:

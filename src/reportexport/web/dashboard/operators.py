@@ -40,10 +40,12 @@ from reportexport.web.dashboard.ui import (
     back_within,
     id_of,
     page,
+    problem_page,
     redirect,
     sort_href,
 )
 from reportexport.web.deps import parts
+from reportexport.web.problems import status_of
 
 router = APIRouter(include_in_schema=False)
 pages = page_router(OPERATOR)
@@ -356,6 +358,15 @@ def send_test_event(request: Request, user: Operator, endpoint_id: str) -> Respo
         tried = parts(request).webhooks.test(user, number)
     except NotFoundError as exc:
         return redirect(request, back, "warning", f"No test event was sent: {exc.detail}.")
+    except ConflictError as exc:  # disabled since the page was loaded
+        return problem_page(
+            request,
+            user,
+            status_of(exc),
+            exc.title,
+            f"No test event was sent: {exc.detail}.",
+            actions=[("Back to the webhook endpoints", back)],
+        )
     if tried.delivered:
         text = f"Endpoint #{number} took the test event (HTTP {tried.response_status})."
         return redirect(request, back, "success", text)

@@ -10,7 +10,7 @@ style with a way forward; a signed-in person never meets the sign-in form by acc
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ from markupsafe import Markup
 from frozen_lifecycle.render import TABLE_HEADER, decision_rows, render_svg
 from reportexport.core.job_status import CANCELS, TransitionError
 from reportexport.core.parameters import ParameterError
-from reportexport.core.records import Job, User
+from reportexport.core.records import Delivery, Job, User
 from reportexport.core.text import quoted
 from reportexport.services.errors import ForbiddenError, GoneError, NotFoundError, ServiceError
 from reportexport.services.exports import JobView
@@ -322,6 +322,9 @@ def _job_page(
 ) -> HTMLResponse:
     detail = view.detail
     job = detail.job
+    gone = parts(request).webhooks.disabled(
+        user, [d.endpoint_id for d in view.deliveries if d.endpoint_id is not None]
+    )
     return page(
         request,
         "job.html",
@@ -332,6 +335,8 @@ def _job_page(
         history=detail.history,
         side_effects=detail.side_effects,
         deliveries=view.deliveries,
+        disabled_endpoints=gone,
+        gave_up=_gave_up(view.deliveries, gone),
         downloads=view.downloads,
         firing=view.firing,
         previous=view.previous,
@@ -344,6 +349,21 @@ def _job_page(
         rerun_key=secrets.token_urlsafe(16),
         problem=problem,
     )
+
+
+def _gave_up(deliveries: Sequence[Delivery], disabled: Mapping[int, str]) -> dict[str, str]:
+    """By announcement: the destinations it gave up on and why, in words (a disabled endpoint
+    by what disabled it). An announcement is complete once no destination is left to try, so
+    its row alone would say "completed" of one that reached nobody."""
+    said: dict[str, list[str]] = {}
+    for d in deliveries:
+        if d.given_up_at is None:
+            continue
+        where = d.address or f"webhook endpoint {d.endpoint_id}"
+        endpoint_gone = disabled.get(d.endpoint_id) if d.endpoint_id is not None else None
+        why = endpoint_gone or d.last_error or "no reason was recorded"
+        said.setdefault(d.effect, []).append(f"{where}: {why}")
+    return {effect: "; ".join(reasons) for effect, reasons in said.items()}
 
 
 def _download_refused(request: Request, user: User, job: Job) -> str | None:
@@ -442,7 +462,16 @@ def cancel(request: Request, user: SignedIn, job_id: str, confirmed: str = Form(
     number = id_of(job_id)
     if number is None:
         return _not_found(request, user, job_id)
+    exports = parts(request).exports
     if confirmed != "yes":
+        # A page loaded before the export ended still shows its Cancel button: say it ended,
+        # rather than ask to confirm what cannot be done.
+        try:
+            now = exports.job(user, number).detail.job.status
+        except NotFoundError:
+            return _not_found(request, user, job_id)
+        if now not in CANCELABLE:
+            return redirect(request, f"/jobs/{number}", "warning", _ended(number, now))
         return page(
             request,
             "confirm.html",
@@ -453,16 +482,18 @@ def cancel(request: Request, user: SignedIn, job_id: str, confirmed: str = Form(
             label="Cancel the export",
             back=f"/jobs/{number}",
         )
-    exports = parts(request).exports
     try:
         exports.cancel(user, number)
     except NotFoundError:
         return _not_found(request, user, job_id)
     except TransitionError:
         now = exports.job(user, number).detail.job.status
-        why = f"Export #{number} is {now} already: there is nothing to cancel."
-        return redirect(request, f"/jobs/{number}", "warning", why)
+        return redirect(request, f"/jobs/{number}", "warning", _ended(number, now))
     return redirect(request, f"/jobs/{number}", "success", f"Export #{number} is canceled.")
+
+
+def _ended(number: int, status: str) -> str:
+    return f"Export #{number} has already ended ({status}): there is nothing to cancel."
 
 
 @list_forms.post("/jobs/cancel")
@@ -544,7 +575,7 @@ def rerun(request: Request, user: SignedIn, job_id: str, key: str = Form("")) ->
         )
     new = created.job.id
     text = (
-        f"Export #{new} runs export #{number} again."
+        f"Export #{new} was created to run export #{number} again."
         if created.created
         else f"Export #{new} was already started for this."
     )
@@ -577,8 +608,9 @@ def _no_such_query(request: Request, user: User, name: str) -> HTMLResponse:
         user,
         404,
         "No such saved query",
-        f"There is no saved query {quoted(name)} for you: it is not in the catalog, or not one "
-        "you may export.",
+        forms.unreadable_query(name)
+        or f"There is no saved query {quoted(name)} for you: it is not in the catalog, or not "
+        "one you may export.",
         actions=[("Choose a saved query", "/exports/new"), ("Back to your exports", "/jobs")],
     )
 
@@ -638,8 +670,10 @@ def _create(request: Request, user: User, pairs: list[tuple[str, str]]) -> Respo
         refused = refusal(exc, query.parameters, scheduling=False)
         return form_again(request, user, queries, query, sent, refused, scheduling=False)
     job = created.job
+    # No status in the message: the export may have ended by the time the page shows it, and
+    # the page shows its status as it is then.
     text = (
-        f"Export #{job.id} is {job.status}."
+        f"Export #{job.id} was created."
         if created.created
         else f"Export #{job.id} was already started by this form."
     )

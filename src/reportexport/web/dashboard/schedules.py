@@ -25,6 +25,7 @@ from reportexport.services.errors import (
     ServiceError,
 )
 from reportexport.services.schedules import ScheduleService
+from reportexport.web.dashboard import forms
 from reportexport.web.dashboard.format import parameter_value, zoned_text
 from reportexport.web.dashboard.guards import (
     FEED,
@@ -88,7 +89,8 @@ def _create(request: Request, user: User, pairs: list[tuple[str, str]]) -> Respo
             user,
             404,
             "No such saved query",
-            f"There is no saved query {quoted(sent.saved_query)}.",
+            forms.unreadable_query(sent.saved_query)
+            or f"There is no saved query {quoted(sent.saved_query)}.",
             actions=[("Choose a saved query", "/exports/new"), ("Your schedules", "/schedules")],
         )
     try:
@@ -191,7 +193,7 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         user,
         view=view,
         schedule=schedule,
-        title=query.title if query else schedule.saved_query,
+        title=query.title if query else None,  # no title: the name is shown once, as it is
         in_catalog=query is not None or access_lost is not None,
         access_lost=access_lost,
         types={n: spec.type for n, spec in query.parameters.items()} if query else {},
@@ -298,7 +300,7 @@ def _done(
         made = schedules.run_now(user, number, idempotency_key=key or None)
         job = made.job
         text = (
-            f"Export #{job.id} runs schedule #{number} now."
+            f"Export #{job.id} was created to run schedule #{number} now."
             if made.created
             else f"Export #{job.id} was already started by this button."
         )

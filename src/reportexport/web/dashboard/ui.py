@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from reportexport.core.records import User
-from reportexport.core.text import printable
+from reportexport.core.text import displayable
 from reportexport.services.exports import MAX_ID
 from reportexport.web.dashboard import format as fmt
 from reportexport.web.dashboard.session import (
@@ -65,11 +65,12 @@ OPERATOR_TABS: list[NavItem] = [
 
 def echoable(value: Any) -> Any:
     """What a page shows of a value: text that cannot be written as UTF-8 (an undecodable byte
-    of a form, kept so the services refuse it by name) shown as escapes. Every `{{ ... }}` of
-    every template passes here, so a refused value sent back to its form cannot break the page."""
+    of a form, kept so the services refuse it by name, the refusal saying it is not valid
+    UTF-8) shown as U+FFFD, never as an escape. Every `{{ ... }}` of every template passes
+    here, so a refused value sent back to its form cannot break the page."""
     if isinstance(value, Markup):
-        return Markup(printable(value))
-    return printable(value) if isinstance(value, str) else value
+        return Markup(displayable(value))
+    return displayable(value) if isinstance(value, str) else value
 
 
 templates = Jinja2Templates(

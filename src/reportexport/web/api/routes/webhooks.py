@@ -95,7 +95,10 @@ def remove_webhook(endpoint_id: EndpointIdIn, parts: Parts, user: CurrentUser) -
     response_model=WebhookTestOut,
     tags=["webhooks"],
     operation_id="test_webhook",
-    responses=problems(401, 404, 422),
+    responses={
+        **problems(401, 404, 422),
+        409: {**problems(409)[409], "description": "The endpoint is disabled: no test is sent"},
+    },
 )
 def test_webhook(endpoint_id: EndpointIdIn, parts: Parts, user: CurrentUser) -> WebhookTestOut:
     """Send a signed `webhook.test` event now and say what came back."""
