@@ -46,6 +46,9 @@ log = logging.getLogger("reportexport.effects")
 DELIVERY_RESOLVE_SECONDS = 5.0
 delivery_resolver = within(system_resolver, DELIVERY_RESOLVE_SECONDS)
 
+# Why an address is given up at its first attempt where e-mail is not set up.
+NO_SMTP_SERVER = "no SMTP server is configured (smtp_host)"
+
 
 class StoppingError(Exception):
     """The runner is stopping: the row is left to its claim's expiry, not counted an attempt."""
@@ -83,7 +86,7 @@ class Context:
     # Each destination's backoff (the runner puts its own policy and random source here).
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     rng: random.Random = field(default_factory=random.Random)
-    # Where announcements by e-mail go out (None: e-mail is not set up; they wait).
+    # Where announcements by e-mail go out (None: e-mail is not set up; addresses are given up).
     mail: SmtpServer | None = None
 
 
@@ -255,8 +258,8 @@ def _to_endpoint(
 def _to_address(
     ctx: Context, job: Job, effect: SideEffect, address: str, event_type: str, now: datetime
 ) -> Attempt:
-    if ctx.mail is None:
-        return Attempt(problem="e-mail is not set up here (smtp_host and smtp_from are empty)")
+    if ctx.mail is None:  # a setting changes with a restart, then an operator re-drives
+        return Attempt(problem=NO_SMTP_SERVER, refused=True)
     if not is_mailbox(address):  # an identity provider's claim is not checked on the way in
         return Attempt(problem=f"not one plain mailbox: {one_line(address, 100)!r}", refused=True)
     message = build_message(
