@@ -350,7 +350,9 @@ class Runtime:
 
     @functools.cached_property
     def people(self) -> PeopleService:
-        return PeopleService(users=self.database.users)
+        return PeopleService(
+            users=self.database.users, email_domains=self.settings.email_domain_list
+        )
 
     @functools.cached_property
     def sessions(self) -> SessionService:
@@ -473,6 +475,7 @@ class Runtime:
             public_url=settings.public_url,
             link_seconds=settings.link_seconds,
             mail=self.smtp_server(),
+            email_domains=settings.email_domain_list,
         )
         try:
             return EffectsRunner(

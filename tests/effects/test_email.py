@@ -238,6 +238,29 @@ def test_without_an_smtp_server_an_address_is_given_up_at_once_and_shown_to_oper
     assert len(mailbox.messages_to(alice)) == 1
 
 
+def test_an_address_outside_email_domains_is_given_up_at_once_and_nothing_is_sent(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """An address set before `email_domains` (or given by a company sign-in) in a domain the
+    setting leaves out is refused at sending: given up alone, with the reason in words."""
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    runner.context.email_domains = ("corp.example",)
+    runner.run_once()
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.given_up_at is not None) == (1, True)
+    assert delivery.last_error == (
+        "e-mail goes only to corp.example (email_domains), not to 'example.com'"
+    )
+    assert mailbox.received == []
+
+    runner.context.email_domains = ("corp.example", "example.com")
+    assert db.deliveries.redrive_delivery(delivery.id, now=clock())
+    assert runner.run_once() == 1
+    assert len(mailbox.messages_to(alice)) == 1
+
+
 def test_one_message_id_per_announcement_and_address() -> None:
     made = Announcement(
         job_id=7,

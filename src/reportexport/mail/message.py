@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
@@ -52,6 +52,18 @@ class Announcement:
 def is_mailbox(address: str) -> bool:
     """Is `address` one plain mailbox (name@example.com), safe in a header and a command?"""
     return len(address) <= MAX_MAILBOX and MAILBOX.fullmatch(address) is not None
+
+
+def domain_refusal(address: str, domains: Sequence[str]) -> str | None:
+    """Why `address` may not be sent announcements where e-mail goes only to `domains` (the
+    setting `email_domains`, lower-case; empty: any domain), or None when it may."""
+    domain = address.rpartition("@")[2].lower()
+    if not domains or domain in domains:
+        return None
+    return (
+        f"e-mail goes only to {', '.join(domains)} (email_domains), "
+        f"not to {one_line(domain, 100)!r}"
+    )
 
 
 def one_line(text: str, limit: int = MAX_HEADER_VALUE) -> str:

@@ -22,7 +22,13 @@ from frozen_lifecycle.graph import Graph
 from reportexport.core.lifecycle import Effect, is_effect
 from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
 from reportexport.core.settings import default
-from reportexport.mail.message import Announcement, build_message, is_mailbox, one_line
+from reportexport.mail.message import (
+    Announcement,
+    build_message,
+    domain_refusal,
+    is_mailbox,
+    one_line,
+)
 from reportexport.mail.smtp import SmtpServer
 from reportexport.mail.smtp import send as send_mail
 from reportexport.objects import ObjectStore
@@ -88,6 +94,8 @@ class Context:
     rng: random.Random = field(default_factory=random.Random)
     # Where announcements by e-mail go out (None: e-mail is not set up; addresses are given up).
     mail: SmtpServer | None = None
+    # The only domains e-mail goes to (the setting `email_domains`; empty: any domain).
+    email_domains: tuple[str, ...] = ()
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -262,6 +270,9 @@ def _to_address(
         return Attempt(problem=NO_SMTP_SERVER, refused=True)
     if not is_mailbox(address):  # an identity provider's claim is not checked on the way in
         return Attempt(problem=f"not one plain mailbox: {one_line(address, 100)!r}", refused=True)
+    refused = domain_refusal(address, ctx.email_domains)  # set before the setting, or by a
+    if refused is not None:  # company sign-in
+        return Attempt(problem=refused, refused=True)
     message = build_message(
         announcement(ctx, job, effect, succeeded=event_type == "export.succeeded"),
         sender=ctx.mail.sender,
