@@ -476,6 +476,8 @@ class Runtime:
             link_seconds=settings.link_seconds,
             mail=self.smtp_server(),
             email_domains=settings.email_domain_list,
+            channels=self.database.channels,
+            chat_hosts=settings.chat_host_list,
         )
         try:
             return EffectsRunner(

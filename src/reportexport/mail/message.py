@@ -1,5 +1,7 @@
 """One announcement as an e-mail: a plain-text part and an HTML part saying the same.
 
+The wording (`outcome`, `facts`) is the announcements' own: a chat message says the same.
+
 Every value that came from a person (a saved query's title, parameter values, an error
 message) is escaped for HTML in the HTML part, and reduced to one line of printable text in a
 header (a newline in a parameter value cannot start a header of its own). The `Message-ID` is
@@ -105,7 +107,7 @@ def build_message(
     return message
 
 
-def _facts(announcement: Announcement) -> list[tuple[str, str]]:
+def facts(announcement: Announcement) -> list[tuple[str, str]]:
     facts = [(str(name), str(value)) for name, value in announcement.parameters.items()]
     if announcement.succeeded and announcement.rows is not None:
         facts.append(("rows", f"{announcement.rows:,}"))
@@ -116,15 +118,18 @@ def _facts(announcement: Announcement) -> list[tuple[str, str]]:
     return facts
 
 
+def outcome(announcement: Announcement) -> str:
+    """How the export ended, in words: `is ready`, `did not succeed`."""
+    return "is ready" if announcement.succeeded else "did not succeed"
+
+
 def _headline(announcement: Announcement) -> str:
-    if announcement.succeeded:
-        return f"Your export {announcement.title} is ready."
-    return f"Your export {announcement.title} did not succeed."
+    return f"Your export {announcement.title} {outcome(announcement)}."
 
 
 def _text(announcement: Announcement) -> str:
     lines = [_headline(announcement), ""]
-    lines += [f"  {name}: {value}" for name, value in _facts(announcement)]
+    lines += [f"  {name}: {value}" for name, value in facts(announcement)]
     lines += [
         "",
         f"Open it: {announcement.job_url}",
@@ -138,7 +143,7 @@ def _html(announcement: Announcement) -> str:
     e = html.escape
     rows = "".join(
         f'<tr><th scope="row" align="left">{e(name)}</th><td>{e(value)}</td></tr>'
-        for name, value in _facts(announcement)
+        for name, value in facts(announcement)
     )
     return (
         "<!doctype html>\n<html><body>\n"

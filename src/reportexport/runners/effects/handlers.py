@@ -19,6 +19,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from frozen_lifecycle.graph import Graph
+from reportexport.chat.hosts import chat_host_refusal
+from reportexport.chat.message import chat_message
 from reportexport.core.lifecycle import Effect, is_effect
 from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
 from reportexport.core.settings import default
@@ -34,7 +36,7 @@ from reportexport.mail.smtp import send as send_mail
 from reportexport.objects import ObjectStore
 from reportexport.pipeline.export import verify_published
 from reportexport.runners.effects.backoff import RetryPolicy
-from reportexport.store import Deliveries, Job, WebhookEndpoints
+from reportexport.store import ChatChannels, Deliveries, Job, WebhookEndpoints
 from reportexport.webhooks.resolving import within
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import signed_headers
@@ -96,6 +98,9 @@ class Context:
     mail: SmtpServer | None = None
     # The only domains e-mail goes to (the setting `email_domains`; empty: any domain).
     email_domains: tuple[str, ...] = ()
+    # Chat channels, and the only hosts their URLs may name (`chat_hosts`; empty: none).
+    channels: ChatChannels | None = None
+    chat_hosts: tuple[str, ...] = ()
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -205,6 +210,9 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
             if body is None:
                 body = json.dumps(event_payload(ctx, job, event_type, now), separators=(",", ":"))
             attempt = _to_endpoint(ctx, job, effect, delivery.endpoint_id, body, now)
+        elif delivery.channel_id is not None:
+            succeeded = event_type == "export.succeeded"
+            attempt = _to_channel(ctx, job, effect, delivery.channel_id, succeeded=succeeded)
         else:
             attempt = _to_address(ctx, job, effect, delivery.address or "", event_type, now)
         attempts = delivery.attempts + 1
@@ -284,6 +292,39 @@ def _to_address(
                    refused=sent.refused)  # fmt: skip
 
 
+def _to_channel(
+    ctx: Context, job: Job, effect: SideEffect, channel_id: int, *, succeeded: bool
+) -> Attempt:
+    """One message to a chat channel's incoming webhook, through the SSRF guard of webhooks and
+    only to a host `chat_hosts` names; a refusal for good (a 4xx but 408 and 429, a host not
+    allowed, a removed channel) is given up at once."""
+    if ctx.channels is None:
+        return Attempt(problem="chat channels are not set up in this runner")
+    channel = ctx.channels.get_chat_channel(channel_id)
+    if channel.disabled_at is not None:
+        return Attempt(problem="the chat channel was removed", refused=True)
+    try:
+        host_refusal = chat_host_refusal(channel.url, ctx.chat_hosts, ctx.allow_private)
+        if host_refusal is not None:
+            return Attempt(problem=host_refusal, refused=True)
+        destination = check_destination(
+            channel.url, resolver=ctx.resolver, allow_private=ctx.allow_private
+        )
+    except UnsafeDestinationError as exc:
+        return Attempt(problem=str(exc))
+    message = chat_message(announcement(ctx, job, effect, succeeded=succeeded), owner=job.owner)
+    body = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    response = send(ctx.client, destination, {"content-type": "application/json"}, body)
+    status = response.status
+    if status is not None and 400 <= status < 500 and status not in (408, 429):
+        return Attempt(status=status, refused=True,
+                       problem=f"HTTP {status}: the chat service refuses the message")  # fmt: skip
+    return Attempt(
+        delivered=response.ok, status=status, problem=response.error,
+        retry_after=response.retry_after,
+    )  # fmt: skip
+
+
 def announcement(ctx: Context, job: Job, effect: SideEffect, *, succeeded: bool) -> Announcement:
     """What an e-mail says about `job`, with a link to its page on the dashboard."""
     title = job.options.get("title")
@@ -324,7 +365,10 @@ def _whole_milliseconds(gap: timedelta) -> float:
 
 
 def _gone(ctx: Context, delivery: Delivery) -> bool:
-    """A destination that no longer exists (a removed endpoint) holds nothing open."""
+    """A destination that no longer exists (a removed endpoint or chat channel) holds nothing
+    open."""
+    if delivery.channel_id is not None and ctx.channels is not None:
+        return ctx.channels.get_chat_channel(delivery.channel_id).disabled_at is not None
     if delivery.endpoint_id is None:
         return False
     return ctx.store.get_webhook_endpoint(delivery.endpoint_id).disabled_at is not None
