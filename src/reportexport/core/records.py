@@ -300,6 +300,8 @@ AuditAction = Literal[
     "rotate_webhook_secret",
     "disable_webhook_endpoint",
     "test_webhook_endpoint",
+    "add_chat_channel",
+    "remove_chat_channel",
     "add_person",
     "new_token",
     "revoke_token",
@@ -317,7 +319,14 @@ AuditAction = Literal[
     "pause_schedule",
 ]
 AuditObject = Literal[
-    "side_effect", "delivery", "job", "webhook_endpoint", "person", "group", "schedule"
+    "side_effect",
+    "delivery",
+    "job",
+    "webhook_endpoint",
+    "chat_channel",
+    "person",
+    "group",
+    "schedule",
 ]
 # Where a membership or an attribute came from: an operator, or the identity provider.
 Origin = Literal["operator", "provider"]
