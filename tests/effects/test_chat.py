@@ -194,3 +194,20 @@ def test_a_chat_host_goes_through_the_webhooks_ssrf_guard(
     assert runner.run_once() == 1
     (received,) = receiver.received
     assert (received.path, received.headers["host"]) == ("/hooks/x", f"chat.example:{port}")
+
+
+def test_a_removed_channel_is_given_up_and_holds_its_announcement_open_no_longer(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, receiver: Receiver
+) -> None:
+    channel = db.channels.add_chat_channel(owner="alice", name="@alice", url=receiver.url)
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    assert db.channels.disable_chat_channel(channel.id, now=clock(), reason="removed by olga")
+    chat_runner(db, objects, http, clock).run_once()
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.given_up_at is not None, delivery.last_error) == (
+        True,
+        "the chat channel was removed",
+    )
+    row = effect_row(db, job_id, "emit_failed_webhook")
+    assert (row.completed_at is not None, row.given_up_at) == (True, None)
+    assert receiver.received == []
