@@ -505,6 +505,7 @@ def make_runner(
         client=http,
         clock=clock,
         allow_private=True,
+        channels=db.channels,
     )
     if link_seconds is not None:
         context.link_seconds = link_seconds

@@ -672,3 +672,31 @@ def test_queries_check_names_an_access_rule_that_cannot_work(
     ) in said
     assert cli.main(["groups", "create", "sales"]) == 0
     assert cli.main(["queries", "check"]) == 0
+
+
+def test_chat_channels_are_added_listed_and_removed_at_the_command_line(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "https://hooks.slack.com/services/T0/B0/secret-part"
+    assert cli.main(["chat", "add", url, "--name", "#exports", "--global"]) == 2
+    assert "the setting chat_hosts is empty" in capsys.readouterr().err
+    monkeypatch.setenv("REPORTEXPORT_CHAT_HOSTS", "hooks.slack.com")
+    assert cli.main(["chat", "add", url, "--name", "#exports", "--global"]) == 0
+    assert "chat channel 1 (#exports) on hooks.slack.com for everyone" in capsys.readouterr().out
+    assert cli.main(["chat", "add", url, "--name", "@demo", "--owner", "demo"]) == 0
+    other = "https://chat.example.org/hooks/x"
+    assert cli.main(["chat", "add", other, "--name", "#x", "--global"]) == 2
+    err = capsys.readouterr().err
+    assert "chat.example.org is not a chat host allowed here (chat_hosts: hooks.slack.com)" in err
+    assert cli.main(["chat", "remove", "1"]) == 0
+    assert cli.main(["chat", "remove", "1"]) == 1
+    capsys.readouterr()
+    assert cli.main(["chat", "list"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(
+        r"1 \(global\)\s+removed \S+ \(removed by command line\) hooks\.slack\.com", out
+    )
+    assert re.search(r"2 demo\s+enabled\s+hooks\.slack\.com '@demo'", out)
+    assert "secret-part" not in out
+    assert cli.main(["audit", "--action", "add_chat_channel"]) == 0
+    assert "add_chat_channel chat_channel 2" in capsys.readouterr().out

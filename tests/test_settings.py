@@ -104,6 +104,23 @@ def test_nothing_writes_the_environment() -> None:
     assert offenders == []
 
 
+def test_email_domains_and_chat_hosts_are_lists_of_names() -> None:
+    settings = Settings.load(
+        command_line={
+            "email_domains": " Corp.Example, example.org.,",
+            "chat_hosts": "hooks.slack.com",
+        },
+        environ={},
+    )
+    assert settings.email_domain_list == ("corp.example", "example.org")
+    assert settings.chat_host_list == ("hooks.slack.com",)
+    assert (Settings().email_domain_list, Settings().chat_host_list) == ((), ())
+    with pytest.raises(SettingsError, match="email_domains: 'a b' is not a host name"):
+        Settings.load(command_line={"email_domains": "example.com, a b"}, environ={})
+    with pytest.raises(SettingsError, match="chat_hosts: 'https://x' is not a host name"):
+        Settings.load(environ={"REPORTEXPORT_CHAT_HOSTS": "https://x"})
+
+
 def test_the_parts_take_their_defaults_from_the_settings() -> None:
     """Each default lives once, on the settings: a part built without a value uses it."""
     import inspect

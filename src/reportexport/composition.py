@@ -37,6 +37,7 @@ from reportexport.objects import (
     open_object_store,
 )
 from reportexport.services.access import AccessService, StoreMembers
+from reportexport.services.chat import ChatService
 from reportexport.services.errors import InvalidInputError, ServiceError
 from reportexport.services.exports import ExportService, Fairness
 from reportexport.services.operators import OperatorService
@@ -326,6 +327,15 @@ class Runtime:
         )
 
     @functools.cached_property
+    def chat(self) -> ChatService:
+        return ChatService(
+            channels=self.database.channels,
+            users=self.database.users,
+            chat_hosts=self.settings.chat_host_list,
+            allow_private=self.settings.webhooks_allow_private,
+        )
+
+    @functools.cached_property
     def operators(self) -> OperatorService:
         database = self.database
         return OperatorService(
@@ -350,7 +360,9 @@ class Runtime:
 
     @functools.cached_property
     def people(self) -> PeopleService:
-        return PeopleService(users=self.database.users)
+        return PeopleService(
+            users=self.database.users, email_domains=self.settings.email_domain_list
+        )
 
     @functools.cached_property
     def sessions(self) -> SessionService:
@@ -473,6 +485,9 @@ class Runtime:
             public_url=settings.public_url,
             link_seconds=settings.link_seconds,
             mail=self.smtp_server(),
+            email_domains=settings.email_domain_list,
+            channels=self.database.channels,
+            chat_hosts=settings.chat_host_list,
         )
         try:
             return EffectsRunner(
@@ -520,6 +535,7 @@ class Runtime:
             AppParts(
                 exports=self.exports,
                 webhooks=self.webhooks,
+                chat=self.chat,
                 people=self.people,
                 schedules=self.schedules,
                 sessions=self.sessions,

@@ -324,6 +324,19 @@ def test_an_announcement_complete_with_a_disabled_destination_says_which_gave_up
     assert "disabled (removed by olga)" in table.group(0)
 
 
+def test_the_job_page_names_a_chat_channel_destination(dash: Any) -> None:
+    db = dash["db"]
+    channel = db.channels.add_chat_channel(owner=None, name="#exports", url="https://c.example/a")
+    job = dash["runtime"].exports.create(Acting(name="alice"), "products", {"category": "toys"})
+    (claim,) = db.queue.claim_jobs("w1", limit=1, lease_seconds=60)
+    db.queue.finish_jobs([Outcome(lease=claim.lease, to_status="failed")])
+    page = get(dash, signed(dash, "alice"), f"/jobs/{job.job.id}").text
+    table = re.search(r'<table id="deliveries".*?</table>', page, re.S)
+    assert table is not None
+    (row,) = re.findall(r"<tr><td data-label=\"Effect\">.*?</tr>", table.group(0), re.S)
+    assert f'data-label="Destination">chat channel {channel.id}</td>' in row
+
+
 def test_revoking_a_token_from_the_page_ends_that_persons_session(dash: Any) -> None:
     olga, bob = signed(dash, "olga"), signed(dash, "bob")
     assert get(dash, bob, "/jobs").status_code == 200

@@ -147,7 +147,8 @@ def test_the_creating_routes_are_exactly_the_ones_checked(
         else:  # anything else, called as a person would with a real job's id
             path = route.path.format(job_id=first_job(world), endpoint_id=1, schedule_id=1,
                                      effect="emit_failed_webhook", name="alice",
-                                     group="finance", delivery_id=1)  # fmt: skip
+                                     group="finance", delivery_id=1,
+                                     channel_id=1)  # fmt: skip
             world["client"].post(path, json=BODY, headers={**bearer(world), **cookie(world)})
         if count(world) > before:
             found.add(label)

@@ -49,7 +49,8 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
     ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
            "effect": "emit_failed_webhook", "schedule_id": schedule["id"], "person": "alice",
            "attribute": "country",
-           "delivery_id": 1}  # fmt: skip  # redriving one delivery is an operator's: any id
+           # redriving one delivery, removing a chat channel: an operator's, any id
+           "delivery_id": 1, "channel_id": 1}  # fmt: skip
     return {**api, "ids": ids}
 
 

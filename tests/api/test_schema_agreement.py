@@ -59,6 +59,11 @@ BODIES: dict[str, dict[str, Any]] = {
         "ends_at": "2099-01-31T10:00:00Z",
     },
     "add_webhook": {"url": "https://hooks.example.com/exports", "everyone": False},
+    "add_chat_channel": {
+        "url": "https://hooks.example.com/services/T1/B2/x",
+        "name": "#exports",
+        "owner": "olga",
+    },
     "create_group": {"name": "finance", "description": "the finance team"},
     "set_attribute": {"value": "FR"},
 }
@@ -97,7 +102,7 @@ def api(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> Ite
     catalog = catalog_for(sources_dir, None, QUERIES)
     token = jobs_db.users.add_user("olga", "operator")[1]
     limits = {"max_active_exports": 10**6, "max_exports_per_minute": 10**6,
-              "max_schedules": 10**6}  # fmt: skip
+              "max_schedules": 10**6, "chat_hosts": "hooks.example.com"}  # fmt: skip
     app = runtime_for(jobs_db, catalog, local_objects, **limits).app()
     with TestClient(app) as client:
         client.headers["Authorization"] = f"Bearer {token}"

@@ -59,9 +59,11 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
     home = tmp_path_factory.mktemp("schemathesis") / "var"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTEXPORT_")}
     # Limits high enough that a fuzzer's thousand exports are not refused for their number.
+    # A chat host, so that the document's chat channel URLs name one the service takes.
     env.update(REPORTEXPORT_HOME=str(home), REPORTEXPORT_MAX_ACTIVE_EXPORTS="1000000",
                REPORTEXPORT_MAX_EXPORTS_PER_MINUTE="1000000",
-               REPORTEXPORT_MAX_SCHEDULES="1000000")  # fmt: skip
+               REPORTEXPORT_MAX_SCHEDULES="1000000",
+               REPORTEXPORT_CHAT_HOSTS="hooks.example.com")  # fmt: skip
     demo = subprocess.run([sys.executable, "-m", "reportexport", "demo", "--rows", "2000"],
                           env=env, check=True, capture_output=True, text=True)  # fmt: skip
     tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", demo.stdout))

@@ -211,14 +211,54 @@ def test_values_arrive_inert_in_headers_and_html(
     assert "&lt;b&gt;Orders&lt;/b&gt; &amp; more" in markup
 
 
-def test_without_an_smtp_server_set_up_an_address_waits_and_is_not_given_up(
-    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, alice: str
-) -> None:
+def test_without_an_smtp_server_an_address_is_given_up_at_once_and_shown_to_operators(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """No `smtp_host`: the address is given up at its first attempt with the reason in words,
+    listed with the other given-up destinations, and not tried again; once sending is set up,
+    an operator's re-drive delivers it."""
     job_id = failed_job(db, options=ORDERS, parameters=DAY)
-    make_runner(db, objects, http, clock).run_once()
+    runner = make_runner(db, objects, http, clock)
+    assert runner.context.mail is None
+    runner.run_once()
     (delivery,) = db.deliveries.job_deliveries(job_id)
-    assert (delivery.attempts, delivery.waiting) == (1, True)
-    assert delivery.last_error == "e-mail is not set up here (smtp_host and smtp_from are empty)"
+    assert (delivery.attempts, delivery.given_up_at is not None) == (1, True)
+    assert delivery.last_error == "no SMTP server is configured (smtp_host)"
+    assert [d.id for d in db.deliveries.given_up_deliveries()] == [delivery.id]
+    row = {e.effect: e for e in db.jobs.get_job(job_id).side_effects}["emit_failed_webhook"]  # type: ignore[arg-type]
+    assert row.given_up_at is not None
+    assert row.last_error == f"given up: {alice}: no SMTP server is configured (smtp_host)"
+    clock.advance(24 * 3600)
+    assert runner.run_once() == 0
+
+    configured = mail_runner(db, objects, http, clock, mailbox)
+    assert db.deliveries.redrive_delivery(delivery.id, now=clock())
+    assert configured.run_once() == 1
+    assert len(mailbox.messages_to(alice)) == 1
+
+
+def test_an_address_outside_email_domains_is_given_up_at_once_and_nothing_is_sent(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """An address set before `email_domains` (or given by a company sign-in) in a domain the
+    setting leaves out is refused at sending: given up alone, with the reason in words."""
+    job_id = failed_job(db, options=ORDERS, parameters=DAY)
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    runner.context.email_domains = ("corp.example",)
+    runner.run_once()
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.attempts, delivery.given_up_at is not None) == (1, True)
+    assert delivery.last_error == (
+        "e-mail goes only to corp.example (email_domains), not to 'example.com'"
+    )
+    assert mailbox.received == []
+
+    runner.context.email_domains = ("corp.example", "example.com")
+    assert db.deliveries.redrive_delivery(delivery.id, now=clock())
+    assert runner.run_once() == 1
+    assert len(mailbox.messages_to(alice)) == 1
 
 
 def test_one_message_id_per_announcement_and_address() -> None:

@@ -142,6 +142,28 @@ def test_an_operator_sets_a_persons_email_address_one_mailbox_only(runtime: Runt
     ]
 
 
+def test_email_domains_limit_the_addresses_an_operator_sets(
+    db: Database, sources_dir: Path, local_objects: ObjectStore
+) -> None:
+    """With `email_domains`, an address elsewhere is refused naming the allowed domains (and
+    nothing is recorded); without it, any domain is taken, as before the setting."""
+    for name, role in (("alice", "user"), ("olga", "operator")):
+        db.users.add_user(name, role)
+    catalog = catalog_for(sources_dir, None, QUERIES)
+    limited = runtime_for(db, catalog, local_objects, email_domains="Corp.example, example.org")
+    with pytest.raises(InvalidInputError) as refused:
+        limited.people.set_email("alice", "alice@example.com", by=OLGA)
+    assert refused.value.field == "email"
+    assert str(refused.value) == (
+        "e-mail goes only to corp.example, example.org (email_domains), not to 'example.com'"
+    )
+    assert limited.people.get("alice").email is None  # type: ignore[union-attr]
+    assert limited.people.set_email("alice", "alice@CORP.example", by=OLGA)
+    assert limited.people.set_email("alice", None, by=OLGA)  # removing is always allowed
+    anywhere = runtime_for(db, catalog, local_objects)
+    assert anywhere.people.set_email("alice", "alice@example.com", by=OLGA)
+
+
 def test_bulk_cancel_cancels_what_it_can_and_says_why_not_of_the_rest(runtime: Runtime) -> None:
     exports = runtime.exports
     first, second, finished = job(runtime), job(runtime), job(runtime)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
 
 from reportexport.core.records import ClaimedEffect, Delivery, JobId, Outcome
-from reportexport.store import Database
-from tests.helpers import new_job, published
+from reportexport.store import Database, open_database
+from reportexport.store.dialect import migration_files
+from tests.helpers import GRAPH, RawSql, new_job, published
 
 
 def ended(db: Database, to_status: str = "succeeded", *, owner: str = "alice",
@@ -154,3 +159,84 @@ def test_a_purge_removes_the_delivery_records(db: Database) -> None:
     purge = db.retention.purge(datetime.now(UTC) + timedelta(days=1), person="olga")
     assert purge.deliveries == 1
     assert db.deliveries.job_deliveries(job_id) == []
+
+
+def test_chat_channels_of_the_owner_and_global_ones_are_recipients_fixed_at_the_end(
+    db: Database,
+) -> None:
+    """Each enabled chat channel of the owner, and each global one, gets its own record; a
+    removed channel, another person's, or one added after the end does not."""
+    everyone = db.channels.add_chat_channel(owner=None, name="#exports", url="https://c.example/a")
+    mine = db.channels.add_chat_channel(owner="alice", name="@alice", url="https://c.example/b")
+    db.channels.add_chat_channel(owner="bob", name="@bob", url="https://c.example/c")
+    gone = db.channels.add_chat_channel(owner="alice", name="#old", url="https://c.example/d")
+    assert db.channels.disable_chat_channel(gone.id, now=datetime.now(UTC), reason="test")
+    endpoint = db.endpoints.add_webhook_endpoint(owner="alice", url="https://a.example", secret="s")
+
+    job_id = ended(db, "failed")
+    db.channels.add_chat_channel(owner="alice", name="#late", url="https://c.example/e")
+
+    assert destinations(db.deliveries.job_deliveries(job_id)) == [
+        ("emit_failed_webhook", f"endpoint {endpoint.id}"),
+        ("emit_failed_webhook", f"chat channel {everyone.id}"),
+        ("emit_failed_webhook", f"chat channel {mine.id}"),
+    ]
+    assert [d.channel_id for d in db.deliveries.job_deliveries(job_id)] == [
+        None,
+        everyone.id,
+        mine.id,
+    ]
+
+
+def test_a_delivery_names_exactly_one_destination(db: Database, raw: RawSql) -> None:
+    """The database refuses a record with no destination or with two (0021's check)."""
+    channel = db.channels.add_chat_channel(owner=None, name="#x", url="https://c.example/a")
+    job_id = ended(db, "failed")
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    for columns in ("address = 'a@example.com'", "channel_id = NULL"):
+        with pytest.raises(raw.errors, match=r"(?i)check"):
+            raw.execute(f"UPDATE deliveries SET {columns} WHERE id = {delivery.id}")
+    assert delivery.channel_id == channel.id
+
+
+def test_the_chat_channels_migration_keeps_every_delivery_record(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Records written before 0021 (SQLite builds the table again) keep their ids, attempts and
+    moments, and the trigger made again still fixes the webhook and e-mail recipients."""
+    url = (
+        str(request.getfixturevalue("empty_postgres_url"))
+        if backend == "postgres"
+        else f"sqlite:///{tmp_path / 'before.db'}"
+    )
+    chat = next(n for n, name, _ in migration_files(backend) if name == "chat_channels")
+    with closing(open_database(url, GRAPH, check=False)) as old:
+        old.schema.upgrade(to_version=chat - 1)
+        old.endpoints.add_webhook_endpoint(owner="alice", url="https://a.example", secret="s")
+        alice, _ = old.users.add_user("alice", "user")
+        old.users.set_email(alice.id, "alice@example.com")
+        job_id = ended(old, "failed", notify=True)
+        now = datetime.now(UTC)
+        claim = claimed(old, job_id, now)
+        assert old.deliveries.record_delivery_attempt(
+            claim.token, 1, now=now, status=503, problem="HTTP 503", delivered=False,
+            next_attempt_at=now, give_up=True,
+        )  # fmt: skip
+    with closing(RawSql(url)) as raw:
+        columns = "id, effect, endpoint_id, address, attempts, last_status, given_up_at"
+        before = raw.execute(f"SELECT {columns} FROM deliveries ORDER BY id")
+    with closing(open_database(url, GRAPH, check=False)) as new:
+        assert new.schema.upgrade().current
+        with closing(RawSql(url)) as raw:
+            assert raw.execute(f"SELECT {columns} FROM deliveries ORDER BY id") == before
+        assert [d.destination for d in new.deliveries.job_deliveries(job_id)] == [
+            f"endpoint {before[0][2]}",
+            "alice@example.com",
+        ]
+        channel = new.channels.add_chat_channel(owner=None, name="#x", url="https://c.example/a")
+        later = ended(new, "failed", notify=True)
+        assert [d.destination for d in new.deliveries.job_deliveries(later)] == [
+            f"endpoint {before[0][2]}",
+            "alice@example.com",
+            f"chat channel {channel.id}",
+        ]

@@ -183,6 +183,20 @@ class WebhookEndpoint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ChatChannel:
+    """A chat channel reached through its incoming-webhook URL, for one owner's announcements
+    or (owner None) everyone's. The URL carries its credential: it is never shown back."""
+
+    id: int
+    owner: str | None
+    name: str
+    url: str
+    created_at: datetime
+    disabled_at: datetime | None
+    disabled_reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class WebhookDelivery:
     job_id: JobId
     effect: Effect
@@ -196,8 +210,8 @@ class WebhookDelivery:
 
 @dataclass(frozen=True, kw_only=True)
 class Delivery:
-    """One destination of one announcement (a webhook endpoint or an e-mail address), fixed
-    when the job ended, with its own attempts, backoff and giving up."""
+    """One destination of one announcement (a webhook endpoint, an e-mail address or a chat
+    channel), fixed when the job ended, with its own attempts, backoff and giving up."""
 
     id: int
     job_id: JobId
@@ -213,6 +227,7 @@ class Delivery:
     delivered_at: datetime | None
     given_up_at: datetime | None
     redrives: int
+    channel_id: int | None = None
 
     @property
     def waiting(self) -> bool:
@@ -221,7 +236,9 @@ class Delivery:
 
     @property
     def destination(self) -> str:
-        """How people name it: `endpoint 3`, `alice@example.com`."""
+        """How people name it: `endpoint 3`, `alice@example.com`, `chat channel 2`."""
+        if self.channel_id is not None:
+            return f"chat channel {self.channel_id}"
         return f"endpoint {self.endpoint_id}" if self.address is None else self.address
 
 
@@ -283,6 +300,8 @@ AuditAction = Literal[
     "rotate_webhook_secret",
     "disable_webhook_endpoint",
     "test_webhook_endpoint",
+    "add_chat_channel",
+    "remove_chat_channel",
     "add_person",
     "new_token",
     "revoke_token",
@@ -300,7 +319,14 @@ AuditAction = Literal[
     "pause_schedule",
 ]
 AuditObject = Literal[
-    "side_effect", "delivery", "job", "webhook_endpoint", "person", "group", "schedule"
+    "side_effect",
+    "delivery",
+    "job",
+    "webhook_endpoint",
+    "chat_channel",
+    "person",
+    "group",
+    "schedule",
 ]
 # Where a membership or an attribute came from: an operator, or the identity provider.
 Origin = Literal["operator", "provider"]

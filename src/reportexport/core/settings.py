@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -151,6 +152,21 @@ class Settings:
         default=20.0,
         metadata=_about("longest wait for the SMTP server at each step of a sending", minimum=1),
     )
+    email_domains: str = field(
+        default="",
+        metadata=_about(
+            "the only domains announcements by e-mail may go to, comma-separated (example.com: "
+            "exactly that domain, not its subdomains); empty: any domain"
+        ),
+    )
+    # -- announcements in chat ------------------------------------------------------------------
+    chat_hosts: str = field(
+        default="",
+        metadata=_about(
+            "the host names chat channels' incoming-webhook URLs may name, comma-separated "
+            "(hooks.slack.com); empty: no chat channel"
+        ),
+    )
     # -- the HTTP service -----------------------------------------------------------------------
     host: str = field(default="127.0.0.1", metadata=_about("address `serve` listens on"))
     port: int = field(
@@ -224,6 +240,16 @@ class Settings:
     token: str = field(default="", metadata=_about("the command line's API token"))
 
     @property
+    def email_domain_list(self) -> tuple[str, ...]:
+        """`email_domains` read: lower-case domain names (none: any domain)."""
+        return host_names(self.email_domains)
+
+    @property
+    def chat_host_list(self) -> tuple[str, ...]:
+        """`chat_hosts` read: lower-case host names (none: no chat channel)."""
+        return host_names(self.chat_hosts)
+
+    @property
     def retention_seconds(self) -> float:
         return self.retention_days * 86400
 
@@ -258,6 +284,11 @@ class Settings:
         return settings._resolved()
 
     def _resolved(self) -> Settings:
+        for name in ("email_domains", "chat_hosts"):
+            try:
+                host_names(getattr(self, name))
+            except ValueError as exc:
+                raise SettingsError(f"{name}: {exc}") from None
         home = self.home
         database_url = self.database_url or self.embedded_database_url
         return dataclasses.replace(
@@ -266,6 +297,22 @@ class Settings:
             catalog=self.catalog if self.catalog != Path() else home / "catalog.toml",
             objects_url=self.objects_url or _default_objects(home, database_url),
         )
+
+
+_HOST_NAME = re.compile(
+    r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
+)
+
+
+def host_names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of host or domain names, lower-cased; ValueError names the first
+    entry that is not one (letters, digits and hyphens in dot-separated labels; IDN as xn--)."""
+    names = [part.strip().lower().rstrip(".") for part in text.split(",")]
+    found = tuple(dict.fromkeys(name for name in names if name))
+    for name in found:
+        if len(name) > 253 or not _HOST_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a host name (example.com)")
+    return found
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})

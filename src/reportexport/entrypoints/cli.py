@@ -223,6 +223,31 @@ def build_parser() -> argparse.ArgumentParser:
     _service_options(remove)
     remove.add_argument("id", type=int)
 
+    chat = commands.add_parser("chat", help="chat channels announcements are posted to")
+    chat_actions = chat.add_subparsers(dest="action", required=True, metavar="ACTION")
+    chat_add = _action(
+        chat_actions,
+        "add",
+        handlers.cmd_chat_add,
+        "register a channel by its incoming-webhook URL (its host must be in chat_hosts)",
+    )
+    _service_options(chat_add)
+    chat_add.add_argument("url")
+    chat_add.add_argument("--name", required=True, help="how operators call it (#exports)")
+    for_whom = chat_add.add_mutually_exclusive_group(required=True)
+    for_whom.add_argument("--owner", dest="channel_owner", help="the person whose exports it gets")
+    for_whom.add_argument("--global", dest="everyone", action="store_true", help="every export")
+    chat_list = _action(
+        chat_actions, "list", handlers.cmd_chat_list, "list channels (their URLs are not shown)"
+    )
+    _service_options(chat_list)
+    chat_list.add_argument("--owner", dest="channel_owner")
+    chat_remove = _action(
+        chat_actions, "remove", handlers.cmd_chat_remove, "stop posting to a channel"
+    )
+    _service_options(chat_remove)
+    chat_remove.add_argument("id", type=int)
+
     serve = _command(
         commands,
         "serve",

@@ -331,6 +331,33 @@ def cmd_webhooks_remove(runtime: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_chat_add(runtime: Runtime, args: argparse.Namespace) -> int:
+    owner = None if args.everyone else args.channel_owner
+    channel = runtime.chat.add(SHELL, args.url, args.name, owner=owner)
+    print(f"chat channel {channel.id} ({channel.name}) on {channel.host} "
+          f"for {channel.owner or 'everyone'}")  # fmt: skip
+    return 0
+
+
+def cmd_chat_list(runtime: Runtime, args: argparse.Namespace) -> int:
+    for c in runtime.chat.list(SHELL, args.channel_owner):
+        state = (
+            f"removed {c.disabled_at:%Y-%m-%d} ({c.disabled_reason})"
+            if c.disabled_at
+            else "enabled"
+        )
+        print(f"{c.id:5} {c.owner or '(global)':16} {state:10} {c.host} {quoted(c.name)}")
+    return 0
+
+
+def cmd_chat_remove(runtime: Runtime, args: argparse.Namespace) -> int:
+    if not runtime.chat.remove(SHELL, args.id):
+        say(f"reportexport chat remove: chat channel {args.id} was removed already")
+        return 1
+    print(f"chat channel {args.id}: removed")
+    return 0
+
+
 def cmd_users_add(runtime: Runtime, args: argparse.Namespace) -> int:
     role = "operator" if args.operator else "user"
     user, token = runtime.people.add(args.name, role, by=SHELL, service=args.service)

@@ -1,5 +1,7 @@
 """One announcement as an e-mail: a plain-text part and an HTML part saying the same.
 
+The wording (`outcome`, `facts`) is the announcements' own: a chat message says the same.
+
 Every value that came from a person (a saved query's title, parameter values, an error
 message) is escaped for HTML in the HTML part, and reduced to one line of printable text in a
 header (a newline in a parameter value cannot start a header of its own). The `Message-ID` is
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
@@ -52,6 +54,18 @@ class Announcement:
 def is_mailbox(address: str) -> bool:
     """Is `address` one plain mailbox (name@example.com), safe in a header and a command?"""
     return len(address) <= MAX_MAILBOX and MAILBOX.fullmatch(address) is not None
+
+
+def domain_refusal(address: str, domains: Sequence[str]) -> str | None:
+    """Why `address` may not be sent announcements where e-mail goes only to `domains` (the
+    setting `email_domains`, lower-case; empty: any domain), or None when it may."""
+    domain = address.rpartition("@")[2].lower()
+    if not domains or domain in domains:
+        return None
+    return (
+        f"e-mail goes only to {', '.join(domains)} (email_domains), "
+        f"not to {one_line(domain, 100)!r}"
+    )
 
 
 def one_line(text: str, limit: int = MAX_HEADER_VALUE) -> str:
@@ -93,7 +107,7 @@ def build_message(
     return message
 
 
-def _facts(announcement: Announcement) -> list[tuple[str, str]]:
+def facts(announcement: Announcement) -> list[tuple[str, str]]:
     facts = [(str(name), str(value)) for name, value in announcement.parameters.items()]
     if announcement.succeeded and announcement.rows is not None:
         facts.append(("rows", f"{announcement.rows:,}"))
@@ -104,15 +118,18 @@ def _facts(announcement: Announcement) -> list[tuple[str, str]]:
     return facts
 
 
+def outcome(announcement: Announcement) -> str:
+    """How the export ended, in words: `is ready`, `did not succeed`."""
+    return "is ready" if announcement.succeeded else "did not succeed"
+
+
 def _headline(announcement: Announcement) -> str:
-    if announcement.succeeded:
-        return f"Your export {announcement.title} is ready."
-    return f"Your export {announcement.title} did not succeed."
+    return f"Your export {announcement.title} {outcome(announcement)}."
 
 
 def _text(announcement: Announcement) -> str:
     lines = [_headline(announcement), ""]
-    lines += [f"  {name}: {value}" for name, value in _facts(announcement)]
+    lines += [f"  {name}: {value}" for name, value in facts(announcement)]
     lines += [
         "",
         f"Open it: {announcement.job_url}",
@@ -126,7 +143,7 @@ def _html(announcement: Announcement) -> str:
     e = html.escape
     rows = "".join(
         f'<tr><th scope="row" align="left">{e(name)}</th><td>{e(value)}</td></tr>'
-        for name, value in _facts(announcement)
+        for name, value in facts(announcement)
     )
     return (
         "<!doctype html>\n<html><body>\n"

@@ -10,12 +10,12 @@ acts as an operator; a call without `by` is the program's own (its first people 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
 from reportexport.core.text import unsafe_text
-from reportexport.mail.message import is_mailbox
+from reportexport.mail.message import domain_refusal, is_mailbox
 from reportexport.services.errors import ConflictError, ForbiddenError, InvalidInputError
 from reportexport.services.exports import MAX_ID, MAX_PAGE, Person
 from reportexport.store import UserExistsError, Users
@@ -28,10 +28,15 @@ MAX_SEARCH = 100
 
 class PeopleService:
     def __init__(
-        self, *, users: Users, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self,
+        *,
+        users: Users,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        email_domains: Sequence[str] = (),
     ) -> None:
         self.users = users
         self.clock = clock
+        self.email_domains = tuple(email_domains)  # empty: any domain
 
     def authenticate(self, token: str) -> User | None:
         """The person a bearer token belongs to, unless unknown or revoked."""
@@ -152,6 +157,9 @@ class PeopleService:
             raise InvalidInputError(
                 "email", "pattern", "an e-mail address is one mailbox: name@example.com"
             )
+        refused = None if address is None else domain_refusal(address, self.email_domains)
+        if refused is not None:
+            raise InvalidInputError("email", "domain", refused, title="E-mail domain not allowed")
         if unsafe_text(name) is not None:
             return False
         return self.users.set_email_of(name, address, audit=audit)

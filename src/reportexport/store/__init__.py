@@ -3,11 +3,11 @@
 `open_database(url, graph)` picks a driver from the URL (`sqlite:///path`,
 `postgresql://...`; drivers are imported only by the backend that needs them) and gives a
 `Database` made of roles, each holding the driver: `jobs` (what people do to jobs), `queue`
-(what workers do), `effects` (side-effect rows), `endpoints` (webhook endpoints),
-`deliveries` (each destination of an announcement), `users`, `groups` (groups and people's
-attributes), `heartbeats`, `caps` (sources' max_concurrent), `metrics`, `retention` (purges),
-`schedules`, `sessions` (the dashboard's), `audit` (what operators did) and `schema`
-(upgrade, check, probe). A consumer takes the role it uses.
+(what workers do), `effects` (side-effect rows), `endpoints` (webhook endpoints), `channels`
+(chat channels), `deliveries` (each destination of an announcement), `users`, `groups` (groups
+and people's attributes), `heartbeats`, `caps` (sources' max_concurrent), `metrics`,
+`retention` (purges), `schedules`, `sessions` (the dashboard's), `audit` (what operators did)
+and `schema` (upgrade, check, probe). A consumer takes the role it uses.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from reportexport.core.records import (
 from reportexport.core.settings import default
 from reportexport.store.audit import OperatorAudit
 from reportexport.store.caps import SourceCaps
+from reportexport.store.channels import ChannelNotFoundError, ChatChannels
 from reportexport.store.deliveries import Deliveries
 from reportexport.store.driver import SchemaDriver
 from reportexport.store.effects import EffectStore
@@ -70,6 +71,8 @@ from reportexport.store.sessions import DashboardSessions
 from reportexport.store.users import UserExistsError, Users
 
 __all__ = [
+    "ChannelNotFoundError",
+    "ChatChannels",
     "Claim",
     "ClaimedEffect",
     "ClaimedJob",
@@ -134,6 +137,7 @@ class Database:
         self.queue = JobQueue(driver, graph)
         self.effects = EffectStore(driver)
         self.endpoints = WebhookEndpoints(driver)
+        self.channels = ChatChannels(driver)
         self.deliveries = Deliveries(driver)
         self.users = Users(driver)
         self.groups = Groups(driver)

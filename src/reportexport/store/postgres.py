@@ -62,6 +62,7 @@ SERVICE_GRANTS = (
             "webhook_endpoints",
             "webhook_deliveries",
             "deliveries",
+            "chat_channels",
             "schedules",
             "schedule_firings",
         ),

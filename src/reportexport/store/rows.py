@@ -10,6 +10,7 @@ from typing import Any
 
 from reportexport.core.records import (
     AuditRecord,
+    ChatChannel,
     ClaimedJob,
     Delivery,
     Firing,
@@ -32,6 +33,7 @@ RECORDS = (
     WebhookEndpoint,
     WebhookDelivery,
     Delivery,
+    ChatChannel,
     User,
     Purge,
     Schedule,

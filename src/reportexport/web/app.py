@@ -22,7 +22,15 @@ from reportexport.web import problems
 from reportexport.web.api.head import HeadAsGet
 from reportexport.web.api.headers import SecurityHeaders
 from reportexport.web.api.openapi import refined_schema
-from reportexport.web.api.routes import exports, groups, health, operators, schedules, webhooks
+from reportexport.web.api.routes import (
+    chat,
+    exports,
+    groups,
+    health,
+    operators,
+    schedules,
+    webhooks,
+)
 from reportexport.web.dashboard import guards
 from reportexport.web.dashboard.company import router as company_sign_in
 from reportexport.web.dashboard.docs import router as docs
@@ -48,6 +56,7 @@ ROUTERS = (
     exports.router,
     schedules.router,
     webhooks.router,
+    chat.router,
     operators.router,
     groups.router,
     dashboard,

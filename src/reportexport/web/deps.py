@@ -20,6 +20,7 @@ from reportexport.core.records import Heartbeat, MetricsSnapshot, User
 from reportexport.core.settings import default
 from reportexport.core.text import NO_NUL_PATTERN
 from reportexport.services.access import AccessService
+from reportexport.services.chat import ChatService
 from reportexport.services.company_sign_in import CompanySignIn
 from reportexport.services.exports import KEY_PATTERN, MAX_ID, MAX_KEY_LENGTH, ExportService
 from reportexport.services.operators import OperatorService
@@ -44,6 +45,7 @@ class AppParts:
 
     exports: ExportService
     webhooks: WebhookService
+    chat: ChatService
     people: PeopleService
     schedules: ScheduleService
     sessions: SessionService
@@ -101,6 +103,7 @@ CurrentUser = Annotated[User, Depends(current_user)]
 JobIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the job's id")]
 EndpointIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the endpoint's id")]
 DeliveryIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the delivery's id")]
+ChannelIdIn = Annotated[int, PathParam(ge=1, le=MAX_ID, description="the chat channel's id")]
 
 
 IdempotencyKey = Annotated[

@@ -137,6 +137,32 @@ def webhook_url_pattern(*, allow_private: bool) -> str:
     return f"^{_SCHEME}://{host}{_PORT}{_TARGET}{_END}"
 
 
+def chat_url_pattern(hosts: Sequence[str], *, allow_private: bool) -> str:
+    """The accepted form of a chat channel's URL: a webhook URL's whose host is one of `hosts`
+    (in any case; an address only where loopback and private ranges are allowed), anchored at
+    both ends; none at all when `hosts` is empty."""
+    names = []
+    for host in hosts:
+        try:
+            literal = ipaddress.ip_address(host)
+        except ValueError:
+            if re.fullmatch(_NAME + _END, host):
+                names.append("".join(_literally(c) for c in host))
+            continue
+        if allow_private and any(literal in n for n in DEVELOPMENT_ADDRESSES):
+            names.append("".join(_literally(c) for c in host))
+    if not names:
+        return "^(?!)"
+    return f"^{_SCHEME}://(?:{'|'.join(names)}){_PORT}{_TARGET}{_END}"
+
+
+def _literally(character: str) -> str:
+    """One character of a host name as a pattern both dialects read alike, in any case."""
+    if character.isalpha():
+        return f"[{character.upper()}{character.lower()}]"
+    return "\\." if character == "." else character  # a digit or a hyphen
+
+
 _FORMS = {
     private: re.compile(webhook_url_pattern(allow_private=private)) for private in (False, True)
 }

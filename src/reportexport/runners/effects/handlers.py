@@ -19,16 +19,24 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from frozen_lifecycle.graph import Graph
+from reportexport.chat.hosts import chat_host_refusal
+from reportexport.chat.message import chat_message
 from reportexport.core.lifecycle import Effect, is_effect
 from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
 from reportexport.core.settings import default
-from reportexport.mail.message import Announcement, build_message, is_mailbox, one_line
+from reportexport.mail.message import (
+    Announcement,
+    build_message,
+    domain_refusal,
+    is_mailbox,
+    one_line,
+)
 from reportexport.mail.smtp import SmtpServer
 from reportexport.mail.smtp import send as send_mail
 from reportexport.objects import ObjectStore
 from reportexport.pipeline.export import verify_published
 from reportexport.runners.effects.backoff import RetryPolicy
-from reportexport.store import Deliveries, Job, WebhookEndpoints
+from reportexport.store import ChatChannels, Deliveries, Job, WebhookEndpoints
 from reportexport.webhooks.resolving import within
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import signed_headers
@@ -45,6 +53,9 @@ log = logging.getLogger("reportexport.effects")
 # attempt (retried with backoff), not a runner stuck for as long as getaddrinfo waits.
 DELIVERY_RESOLVE_SECONDS = 5.0
 delivery_resolver = within(system_resolver, DELIVERY_RESOLVE_SECONDS)
+
+# Why an address is given up at its first attempt where e-mail is not set up.
+NO_SMTP_SERVER = "no SMTP server is configured (smtp_host)"
 
 
 class StoppingError(Exception):
@@ -83,8 +94,13 @@ class Context:
     # Each destination's backoff (the runner puts its own policy and random source here).
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     rng: random.Random = field(default_factory=random.Random)
-    # Where announcements by e-mail go out (None: e-mail is not set up; they wait).
+    # Where announcements by e-mail go out (None: e-mail is not set up; addresses are given up).
     mail: SmtpServer | None = None
+    # The only domains e-mail goes to (the setting `email_domains`; empty: any domain).
+    email_domains: tuple[str, ...] = ()
+    # Chat channels, and the only hosts their URLs may name (`chat_hosts`; empty: none).
+    channels: ChatChannels | None = None
+    chat_hosts: tuple[str, ...] = ()
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -194,6 +210,9 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
             if body is None:
                 body = json.dumps(event_payload(ctx, job, event_type, now), separators=(",", ":"))
             attempt = _to_endpoint(ctx, job, effect, delivery.endpoint_id, body, now)
+        elif delivery.channel_id is not None:
+            succeeded = event_type == "export.succeeded"
+            attempt = _to_channel(ctx, job, effect, delivery.channel_id, succeeded=succeeded)
         else:
             attempt = _to_address(ctx, job, effect, delivery.address or "", event_type, now)
         attempts = delivery.attempts + 1
@@ -255,10 +274,13 @@ def _to_endpoint(
 def _to_address(
     ctx: Context, job: Job, effect: SideEffect, address: str, event_type: str, now: datetime
 ) -> Attempt:
-    if ctx.mail is None:
-        return Attempt(problem="e-mail is not set up here (smtp_host and smtp_from are empty)")
+    if ctx.mail is None:  # a setting changes with a restart, then an operator re-drives
+        return Attempt(problem=NO_SMTP_SERVER, refused=True)
     if not is_mailbox(address):  # an identity provider's claim is not checked on the way in
         return Attempt(problem=f"not one plain mailbox: {one_line(address, 100)!r}", refused=True)
+    refused = domain_refusal(address, ctx.email_domains)  # set before the setting, or by a
+    if refused is not None:  # company sign-in
+        return Attempt(problem=refused, refused=True)
     message = build_message(
         announcement(ctx, job, effect, succeeded=event_type == "export.succeeded"),
         sender=ctx.mail.sender,
@@ -268,6 +290,39 @@ def _to_address(
     sent = send_mail(ctx.mail, message, address)
     return Attempt(delivered=sent.delivered, status=sent.code, problem=sent.problem,
                    refused=sent.refused)  # fmt: skip
+
+
+def _to_channel(
+    ctx: Context, job: Job, effect: SideEffect, channel_id: int, *, succeeded: bool
+) -> Attempt:
+    """One message to a chat channel's incoming webhook, through the SSRF guard of webhooks and
+    only to a host `chat_hosts` names; a refusal for good (a 4xx but 408 and 429, a host not
+    allowed, a removed channel) is given up at once."""
+    if ctx.channels is None:
+        return Attempt(problem="chat channels are not set up in this runner")
+    channel = ctx.channels.get_chat_channel(channel_id)
+    if channel.disabled_at is not None:
+        return Attempt(problem="the chat channel was removed", refused=True)
+    try:
+        host_refusal = chat_host_refusal(channel.url, ctx.chat_hosts, ctx.allow_private)
+        if host_refusal is not None:
+            return Attempt(problem=host_refusal, refused=True)
+        destination = check_destination(
+            channel.url, resolver=ctx.resolver, allow_private=ctx.allow_private
+        )
+    except UnsafeDestinationError as exc:
+        return Attempt(problem=str(exc))
+    message = chat_message(announcement(ctx, job, effect, succeeded=succeeded), owner=job.owner)
+    body = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    response = send(ctx.client, destination, {"content-type": "application/json"}, body)
+    status = response.status
+    if status is not None and 400 <= status < 500 and status not in (408, 429):
+        return Attempt(status=status, refused=True,
+                       problem=f"HTTP {status}: the chat service refuses the message")  # fmt: skip
+    return Attempt(
+        delivered=response.ok, status=status, problem=response.error,
+        retry_after=response.retry_after,
+    )  # fmt: skip
 
 
 def announcement(ctx: Context, job: Job, effect: SideEffect, *, succeeded: bool) -> Announcement:
@@ -310,7 +365,10 @@ def _whole_milliseconds(gap: timedelta) -> float:
 
 
 def _gone(ctx: Context, delivery: Delivery) -> bool:
-    """A destination that no longer exists (a removed endpoint) holds nothing open."""
+    """A destination that no longer exists (a removed endpoint or chat channel) holds nothing
+    open."""
+    if delivery.channel_id is not None and ctx.channels is not None:
+        return ctx.channels.get_chat_channel(delivery.channel_id).disabled_at is not None
     if delivery.endpoint_id is None:
         return False
     return ctx.store.get_webhook_endpoint(delivery.endpoint_id).disabled_at is not None

@@ -339,6 +339,26 @@ SELECT * FROM webhook_endpoints
 SELECT * FROM webhook_endpoints
  WHERE (owner = :owner OR owner IS NULL) AND disabled_at IS NULL ORDER BY id;
 
+-- add_chat_channel --
+-- Register a chat channel for an owner (or for everyone, with owner NULL).
+INSERT INTO chat_channels (owner, name, url) VALUES (:owner, :name, :url)
+RETURNING *;
+
+-- list_chat_channels --
+-- Chat channels of an owner, or every channel when owner is NULL.
+SELECT * FROM chat_channels
+ WHERE (CAST(:owner AS TEXT) IS NULL OR owner = :owner) ORDER BY id;
+
+-- get_chat_channel --
+-- One chat channel by id.
+SELECT * FROM chat_channels WHERE id = :id;
+
+-- disable_chat_channel --
+-- Stop sending to a chat channel.
+UPDATE chat_channels SET disabled_at = :now, disabled_reason = :reason
+ WHERE id = :id AND disabled_at IS NULL
+RETURNING id;
+
 -- record_delivery --
 -- One delivery attempt to one endpoint; delivered_at is set once, at the first success.
 INSERT INTO webhook_deliveries

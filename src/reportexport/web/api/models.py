@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         PersonAccess,
         WebhookEndpoint,
     )
+    from reportexport.services.chat import ChannelView
     from reportexport.services.exports import JobView
     from reportexport.services.schedules import Preview as SchedulePreview
     from reportexport.services.schedules import ScheduleView
@@ -189,13 +190,14 @@ class SideEffectOut(BaseModel):
 
 
 class DeliveryOut(BaseModel):
-    """One destination of an announcement (a webhook endpoint or an e-mail address), fixed
-    when the job ended, with its own attempts."""
+    """One destination of an announcement (a webhook endpoint, an e-mail address or a chat
+    channel), fixed when the job ended, with its own attempts."""
 
     id: int
     effect: Effect
-    endpoint_id: int | None = Field(description="the webhook endpoint; null for an address")
-    address: str | None = Field(description="the e-mail address; null for an endpoint")
+    endpoint_id: int | None = Field(description="the webhook endpoint; null for the others")
+    address: str | None = Field(description="the e-mail address; null for the others")
+    channel_id: int | None = Field(description="the chat channel; null for the others")
     attempts: int
     next_attempt_at: datetime | None = Field(
         description="when it is tried next; null once delivered or given up"
@@ -214,6 +216,7 @@ class DeliveryOut(BaseModel):
             effect=delivery.effect,
             endpoint_id=delivery.endpoint_id,
             address=delivery.address,
+            channel_id=delivery.channel_id,
             attempts=delivery.attempts,
             next_attempt_at=delivery.next_attempt_at if delivery.waiting else None,
             last_attempt_at=delivery.last_attempt_at,
@@ -571,6 +574,48 @@ class WebhookOut(BaseModel):
             created_at=endpoint.created_at,
             disabled_at=endpoint.disabled_at,
             disabled_reason=endpoint.disabled_reason,
+        )
+
+
+class ChatChannelIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    url: str = Field(
+        max_length=2000,
+        description="the channel's incoming-webhook URL (Slack's format; Mattermost and "
+        "Rocket.Chat take it too), on a host the setting chat_hosts names",
+    )
+    name: str = Field(
+        min_length=1, max_length=80, json_schema_extra=STORABLE,
+        description="how operators call it (#exports)",
+    )  # fmt: skip
+    owner: str | None = Field(
+        max_length=100, json_schema_extra=STORABLE,
+        description="the person whose announcements it gets; null: everyone's",
+    )  # fmt: skip
+
+
+class ChatChannelOut(BaseModel):
+    """A chat channel; its URL, which carries the channel's credential, is never shown."""
+
+    id: int
+    owner: str | None = Field(description="the person whose announcements it gets; null: all")
+    name: str
+    host: str = Field(description="the host of its URL")
+    created_at: datetime
+    disabled_at: datetime | None
+    disabled_reason: str | None
+
+    @classmethod
+    def of(cls, channel: ChannelView) -> ChatChannelOut:
+        return cls(
+            id=channel.id,
+            owner=channel.owner,
+            name=channel.name,
+            host=channel.host,
+            created_at=channel.created_at,
+            disabled_at=channel.disabled_at,
+            disabled_reason=channel.disabled_reason,
         )
 
 

@@ -23,7 +23,7 @@ from reportexport.timetable.firings import (
 )
 from reportexport.web.api.models import NOTIFY
 from reportexport.web.deps import AppParts
-from reportexport.webhooks.ssrf import webhook_url_pattern
+from reportexport.webhooks.ssrf import chat_url_pattern, webhook_url_pattern
 
 
 def refined_schema(app: FastAPI, parts: AppParts) -> dict[str, Any]:
@@ -70,6 +70,16 @@ def refined_schema(app: FastAPI, parts: AppParts) -> dict[str, Any]:
         "each delivery",
     }
     webhook["additionalProperties"] = False
+    chat = components["ChatChannelIn"]
+    hosts = parts.chat.chat_hosts
+    chat["properties"]["url"] = {
+        "type": "string",
+        "maxLength": 2000,
+        "pattern": chat_url_pattern(hosts, allow_private=parts.chat.allow_private),
+        "description": "the channel's incoming-webhook URL: http(s) on a host the setting "
+        f"chat_hosts names ({', '.join(hosts) if hosts else 'none here: it is empty'}), no "
+        "credentials or fragment; every address the name resolves to is checked at each sending",
+    }
     names = [query.name for query in queries]
     for operation in schema["paths"].get("/api/saved-queries/{name}", {}).values():
         for parameter in operation.get("parameters", ()):

@@ -122,6 +122,8 @@ AUDIT_WORDS = {
     "rotate_webhook_secret": "rotated a webhook secret",
     "disable_webhook_endpoint": "disabled a webhook endpoint",
     "test_webhook_endpoint": "sent a test event",
+    "add_chat_channel": "added a chat channel",
+    "remove_chat_channel": "removed a chat channel",
     "add_person": "added a person",
     "new_token": "gave a new token",
     "revoke_token": "revoked a token",

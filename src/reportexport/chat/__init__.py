@@ -1,0 +1,1 @@
+"""Announcements in chat: the message (`message.py`), sent to a channel's incoming webhook."""
