@@ -1,11 +1,12 @@
 """More than one machine's shape: two `serve` behind HAProxy, 1, 2 and 4 workers, one PostgreSQL.
 
 What a team runs once one machine is not enough (docs/how-to/operators/run-at-scale.md), all on
-loopback: two `reportexport serve` processes behind HAProxy (round robin, health-checked on
-/healthz), `reportexport worker` processes, one PostgreSQL job store (a fresh database, dropped
-at the end) and moto's S3 server as the object store. The exports wait on their source (a saved
-query on PostgreSQL that sleeps `--sleep` seconds and returns a few rows), so what is measured is
-coordination (claims, the source's cap, the API in front), not the 2 cores.
+loopback: two `reportexport serve` processes behind HAProxy (round robin, each checked on
+/readyz: the job store answers and is current), `reportexport worker` processes, one PostgreSQL
+job store (a fresh database, dropped at the end) and moto's S3 server as the object store. The
+exports wait on their source (a saved query on PostgreSQL that sleeps `--sleep` seconds and
+returns a few rows), so what is measured is coordination (claims, the source's cap, the API in
+front), not the 2 cores.
 
 Per worker count in `--workers` (one round each, the serves, proxy and S3 server kept across
 rounds): `--clients` clients create `--jobs` exports through the proxy with the bearer tokens of
@@ -20,7 +21,7 @@ the source's cap (from started_at and finished_at, as bench/caps.py does), and t
 two serves' slots besides the workers'; they run here at concurrency 1 and the table says how
 many exports they ran.
 
-    ./scripts/bench scaleout [--jobs 400] [--workers 1,2,4] [--sleep 0.2] [--cap 8]
+    ./scripts/bench scaleout [--jobs 600] [--workers 1,2,4] [--sleep 0.2] [--cap 8]
 
 HAProxy comes from Debian: `apt-get install -y haproxy` (the bench says so if it is missing).
 """
@@ -88,7 +89,7 @@ frontend api
 
 backend serves
     balance roundrobin
-    option httpchk GET /healthz
+    option httpchk GET /readyz
     http-check expect status 200
 {servers}
 
@@ -419,7 +420,8 @@ def set_up(args: argparse.Namespace, work: Path, procs: Processes, store: str) -
         ports.append(procs.wait_for(f"serve-{i}", serve, SERVING))
     front, stats = free_port(), free_port()
     servers = "\n".join(
-        f"    server serve{i} 127.0.0.1:{port} check inter 2s" for i, port in enumerate(ports)
+        f"    server serve{i} 127.0.0.1:{port} check inter 2s fall 2 rise 1"
+        for i, port in enumerate(ports)
     )
     config = work / "haproxy.cfg"
     config.write_text(HAPROXY.format(front=front, stats=stats, servers=servers))
@@ -459,7 +461,7 @@ def healthy_behind(base: str, stats_url: str) -> bool:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--jobs", type=int, default=400, help="exports per round")
+    p.add_argument("--jobs", type=int, default=600, help="exports per round")
     p.add_argument("--workers", default="1,2,4", help="worker processes, one round each")
     p.add_argument("--sleep", type=float, default=0.2, help="seconds each export waits")
     p.add_argument("--cap", type=int, default=8, help="the source's max_concurrent")
@@ -482,6 +484,7 @@ def main() -> int:
     # Ctrl-C and SIGTERM both unwind through the finally blocks below.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     work = Path(tempfile.mkdtemp(prefix="reportexport-bench-scaleout-"))
+    print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)
     rounds: list[Round] = []
     try:
         with deployment(args, work) as (procs, store, name):
@@ -502,6 +505,7 @@ def main() -> int:
             print(f"logs kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+    print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)
     shares = {server: after[server] - before.get(server, 0) for server in after}
     return report(rounds, args, shares)
 
@@ -557,4 +561,8 @@ def report(rounds: list[Round], args: argparse.Namespace, shares: dict[str, int]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted: every process stopped and the database dropped", file=sys.stderr)
+        sys.exit(130)
