@@ -428,7 +428,7 @@ def set_up(args: argparse.Namespace, work: Path, procs: Processes, store: str) -
     haproxy = procs.start("haproxy", [args.haproxy, "-db", "-f", str(config)], env)
     base = f"http://127.0.0.1:{front}"
     deadline = time.monotonic() + 60
-    while not healthy_behind(base, f"http://127.0.0.1:{stats}/stats;csv"):
+    while not healthy_behind(f"http://127.0.0.1:{stats}/stats;csv"):
         if haproxy.poll() is not None:
             raise RuntimeError(f"haproxy ended; see {procs.log('haproxy')}")
         if time.monotonic() > deadline:
@@ -448,10 +448,11 @@ def backend_rows(stats_url: str) -> list[dict[str, str]]:
     ]
 
 
-def healthy_behind(base: str, stats_url: str) -> bool:
+def healthy_behind(stats_url: str) -> bool:
+    """HAProxy's last check of every serve got a 200 from /readyz."""
     try:
         rows = backend_rows(stats_url)
-        return len(rows) == SERVES and all(row["status"] == "UP" for row in rows)
+        return len(rows) == SERVES and all(row["check_code"] == "200" for row in rows)
     except (httpx.TransportError, IndexError, KeyError):
         return False
 
