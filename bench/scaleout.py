@@ -147,9 +147,8 @@ class Processes:
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                signal_group(process, signal.SIGKILL)
+                signal_group(process, signal.SIGKILL)  # not reaped yet: the group id is still its
                 process.wait()
-            signal_group(process, signal.SIGKILL)  # anything it started and left behind
         self.started = [(n, p) for n, p in self.started if p not in chosen]
 
 
@@ -284,20 +283,27 @@ class Round:
     jobs: list[dict[str, Any]]
     by_serve: int
 
+    @property
+    def ended(self) -> list[dict[str, Any]]:
+        """The exports that started and ended (all of them, unless the round timed out)."""
+        return [job for job in self.jobs if job["started_at"] and job["finished_at"]]
+
     def drain_seconds(self) -> float:
-        first = min(job["created_at"] for job in self.jobs)
-        last = max(job["finished_at"] for job in self.jobs)
+        if not self.ended:
+            return float("nan")
+        first = min(job["created_at"] for job in self.ended)
+        last = max(job["finished_at"] for job in self.ended)
         return float((last - first).total_seconds())
 
     def rate(self) -> float:
-        return len(self.jobs) / self.drain_seconds()
+        return len(self.ended) / self.drain_seconds() if self.ended else float("nan")
 
     def claim_latencies(self) -> list[float]:
-        return [(job["started_at"] - job["created_at"]).total_seconds() for job in self.jobs]
+        return [(job["started_at"] - job["created_at"]).total_seconds() for job in self.ended]
 
     def peak(self) -> int:
         return most_at_once(
-            [(job["started_at"].timestamp(), job["finished_at"].timestamp()) for job in self.jobs]
+            [(job["started_at"].timestamp(), job["finished_at"].timestamp()) for job in self.ended]
         )
 
     def statuses(self) -> set[str]:
@@ -482,8 +488,10 @@ def main() -> int:
         print("haproxy is missing: apt-get install -y haproxy (Debian's), then run again")
         return 2
 
-    # Ctrl-C and SIGTERM both unwind through the finally blocks below.
+    # Ctrl-C and SIGTERM both unwind through the finally blocks below (SIGINT too when a
+    # shell started the bench in the background, which would otherwise have it ignored).
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     work = Path(tempfile.mkdtemp(prefix="reportexport-bench-scaleout-"))
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)
     rounds: list[Round] = []
@@ -524,7 +532,8 @@ def report(rounds: list[Round], args: argparse.Namespace, shares: dict[str, int]
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     broken = []
     for r in rounds:
-        ideal_seconds = len(r.jobs) * args.sleep / min(args.cap, r.slots)
+        ideal_rate = min(args.cap, r.slots) / args.sleep  # exports per second at the ideal pace
+        ideal_seconds = max(1, len(r.ended)) / ideal_rate
         claims = r.claim_latencies()
         api = r.load.all_latencies
         peak = r.peak()
@@ -534,7 +543,7 @@ def report(rounds: list[Round], args: argparse.Namespace, shares: dict[str, int]
             broken.append(f"{r.workers} worker(s): {len(r.jobs)} exports, "
                           f"{', '.join(sorted(r.statuses()))}")  # fmt: skip
         print(
-            f"| {r.workers} | {r.slots} | {r.rate():.1f} | {len(r.jobs) / ideal_seconds:.1f} "
+            f"| {r.workers} | {r.slots} | {r.rate():.1f} | {ideal_rate:.1f} "
             f"| {r.drain_seconds() / ideal_seconds:.2f} | {r.rate() / one.rate():.2f} "
             f"| {percentile(claims, 0.5):.2f} / {percentile(claims, 0.99):.2f} "
             f"| {percentile(api, 0.5) * 1000:.0f} / {percentile(api, 0.99) * 1000:.0f} "
