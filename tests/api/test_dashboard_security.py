@@ -189,6 +189,39 @@ def test_the_sign_in_limit_is_a_page_with_retry_after(api: dict[str, Any]) -> No
     assert int(answers[-1].headers["retry-after"]) >= 1
 
 
+def test_behind_a_trusted_proxy_the_client_cannot_choose_its_counted_address(
+    api: dict[str, Any],
+) -> None:
+    """HAProxy's `option forwardfor` adds its own X-Forwarded-For line after any the client
+    sent; nginx appends to the one line. Either way the address counted is the proxy's last."""
+    client = TestClient(
+        runtime_for(
+            api["db"], api["catalog"], api["objects"],
+            trust_forwarded_headers=True, sign_in_failures_per_minute=2,
+        ).app()
+    )  # fmt: skip
+
+    def haproxy(spoof: str) -> list[tuple[str, str]]:  # a line of its own after the client's
+        return [("X-Forwarded-For", spoof), ("X-Forwarded-For", "198.51.100.7")]
+
+    def nginx(spoof: str) -> list[tuple[str, str]]:  # appended to the client's line
+        return [("X-Forwarded-For", f"{spoof}, 198.51.100.8")]
+
+    for shape in (haproxy, nginx):
+        form = client.get("/sign-in")
+        value = re.search(r'name="form_token" value="([^"]+)"', form.text)
+        assert value is not None
+        answers = [
+            client.post(
+                "/sign-in",
+                data={"token": "rxp_wrong", "form_token": value.group(1)},
+                headers=shape(f"10.0.0.{attempt}"),
+            )
+            for attempt in range(3)
+        ]
+        assert [a.status_code for a in answers] == [401, 401, 429], shape.__name__
+
+
 def test_signing_in_needs_the_forms_own_value(api: dict[str, Any]) -> None:
     """No other site can sign a browser in as someone else (login CSRF)."""
     client = api["client"]

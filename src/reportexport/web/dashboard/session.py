@@ -40,9 +40,15 @@ def is_https(request: Request) -> bool:
 
 
 def client_address(request: Request) -> str:
-    """The address a request came from (behind a trusted proxy: the one it saw)."""
+    """The address a request came from (behind a trusted proxy: the one it saw). Every
+    X-Forwarded-For line counts, in order: HAProxy adds a line of its own after any the client
+    sent, so the first line alone would be the client's word."""
     if parts(request).web.trust_forwarded_headers:
-        forwarded = [a.strip() for a in request.headers.get("x-forwarded-for", "").split(",")]
+        forwarded = [
+            address.strip()
+            for line in request.headers.getlist("x-forwarded-for")
+            for address in line.split(",")
+        ]
         if forwarded and forwarded[-1]:
             return forwarded[-1]
     return request.client.host if request.client else "unknown"
