@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from reportexport.chat.hosts import chat_host_refusal
 from reportexport.core.records import AuditAction, AuditEntry, ChatChannel
+from reportexport.core.settings import default, host_names
 from reportexport.core.text import quoted, unsafe_text
 from reportexport.services.errors import ForbiddenError, InvalidInputError, NotFoundError
 from reportexport.services.exports import MAX_ID, Person
@@ -57,7 +58,7 @@ class ChatService:
         *,
         channels: ChatChannels,
         users: Users,
-        chat_hosts: Sequence[str] = (),
+        chat_hosts: Sequence[str] = host_names(default("chat_hosts")),
         allow_private: bool = False,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:

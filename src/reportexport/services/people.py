@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
+from reportexport.core.settings import default, host_names
 from reportexport.core.text import unsafe_text
 from reportexport.mail.message import domain_refusal, is_mailbox
 from reportexport.services.errors import ConflictError, ForbiddenError, InvalidInputError
@@ -32,7 +33,7 @@ class PeopleService:
         *,
         users: Users,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        email_domains: Sequence[str] = (),
+        email_domains: Sequence[str] = host_names(default("email_domains")),
     ) -> None:
         self.users = users
         self.clock = clock

@@ -23,7 +23,7 @@ from reportexport.chat.hosts import chat_host_refusal
 from reportexport.chat.message import chat_message
 from reportexport.core.lifecycle import Effect, is_effect
 from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
-from reportexport.core.settings import default
+from reportexport.core.settings import default, host_names
 from reportexport.mail.message import (
     Announcement,
     build_message,
@@ -97,10 +97,10 @@ class Context:
     # Where announcements by e-mail go out (None: e-mail is not set up; addresses are given up).
     mail: SmtpServer | None = None
     # The only domains e-mail goes to (the setting `email_domains`; empty: any domain).
-    email_domains: tuple[str, ...] = ()
+    email_domains: tuple[str, ...] = host_names(default("email_domains"))
     # Chat channels, and the only hosts their URLs may name (`chat_hosts`; empty: none).
     channels: ChatChannels | None = None
-    chat_hosts: tuple[str, ...] = ()
+    chat_hosts: tuple[str, ...] = host_names(default("chat_hosts"))
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]

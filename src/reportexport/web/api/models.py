@@ -589,19 +589,21 @@ class ChatChannelIn(BaseModel):
         min_length=1, max_length=80, json_schema_extra=STORABLE,
         description="how operators call it (#exports)",
     )  # fmt: skip
-    owner: str | None = Field(
+    owner: Annotated[str | None, Field(
         max_length=100, json_schema_extra=STORABLE,
         description="the person whose announcements it gets; null: everyone's",
-    )  # fmt: skip
+    )]  # fmt: skip
 
 
 class ChatChannelOut(BaseModel):
     """A chat channel; its URL, which carries the channel's credential, is never shown."""
 
     id: int
-    owner: str | None = Field(description="the person whose announcements it gets; null: all")
+    owner: Annotated[
+        str | None, Field(description="the person whose announcements it gets; null: all")
+    ]
     name: str
-    host: str = Field(description="the host of its URL")
+    host: Annotated[str, Field(description="the host of its URL")]
     created_at: datetime
     disabled_at: datetime | None
     disabled_reason: str | None
