@@ -21,7 +21,13 @@ from typing import Any
 import duckdb
 
 from reportexport.core.catalog import SourceConfig
-from reportexport.core.csvformat import Column, CsvOptions, as_written, projection
+from reportexport.core.csvformat import (
+    Column,
+    CsvOptions,
+    as_written,
+    duckdb_timestamp_format,
+    projection,
+)
 from reportexport.core.sqlparams import render
 from reportexport.sources import (
     CancelToken,
@@ -124,13 +130,16 @@ class DuckdbSource:
             query = projection(render(sql, "${name}"), columns, options, "duckdb")
             newline = "\\r\\n" if options.line_ending == "crlf" else "\\n"
             delimiter = options.delimiter_char
+            stamps = duckdb_timestamp_format(columns, options)
+            # The zoned timestamps the projection leaves typed (the same bytes as strftime).
+            timestamp_format = f", TIMESTAMPFORMAT '{stamps}'" if stamps else ""
             # COMMENT '': DuckDB would otherwise quote every value that holds a '#'. NULLSTR:
             # CsvOptions admits no quote in a marker. DuckDB, like PostgreSQL, quotes text equal
             # to the marker and leaves the empty string unquoted when there is one.
             copy = (
                 f"COPY ({query}) TO '{fifo}' (FORMAT csv, HEADER, DELIMITER '{delimiter}', "
                 f"QUOTE '\"', ESCAPE '\"', NULLSTR '{options.null_marker}', COMMENT '', "
-                f"NEW_LINE '{newline}')"
+                f"NEW_LINE '{newline}'{timestamp_format})"
             )
             reader.start()
             timer.start()
