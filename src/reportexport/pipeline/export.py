@@ -143,7 +143,7 @@ _NOT_QUOTE_OR_LF = bytes(b for b in range(256) if b not in b'"\n')
 class RecordCounter:
     """Counts CSV records as their bytes pass: line ends outside quoted fields.
 
-    A chunk without a quote (nearly all of them) costs one `bytes.count`. In a chunk with
+    A chunk without a quote costs one `bytes.count`. In a chunk with
     quotes, whether a line end is inside quotes depends only on the parity of the quotes before
     it, so the chunk is reduced, in C, to its quotes and line ends, and adjacent quote pairs
     (a field without a line end, an escaped `""`) are dropped, which keeps every parity; the
