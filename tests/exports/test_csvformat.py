@@ -20,6 +20,7 @@ from reportexport.core.csvformat import (
     CsvOptions,
     as_written,
     check_columns,
+    duckdb_timestamp_format,
     format_header,
     format_row,
     needs_safety,
@@ -69,6 +70,21 @@ def test_the_projection_is_the_pinned_sql(dialect: str, variant: str) -> None:
     expressions = pinned_projections()[f"{dialect}: {variant}"]
     written = projection("SELECT * FROM t", COLUMNS, VARIANTS[variant], dialect)
     assert written == f"SELECT {', '.join(expressions)} FROM (SELECT * FROM t) AS q"
+
+
+def test_duckdb_writes_the_typed_zoned_timestamps_with_the_copys_format() -> None:
+    assert duckdb_timestamp_format(COLUMNS, VARIANTS["default"]) == "%Y-%m-%dT%H:%M:%S.%f%z"
+    assert duckdb_timestamp_format(COLUMNS, VARIANTS["unsafe, precision 0"]) == (
+        "%Y-%m-%dT%H:%M:%S%z"
+    )
+    assert duckdb_timestamp_format(COLUMNS[:8], CsvOptions()) is None
+    # Zoned columns of other digits than the first one's are rendered, never left typed.
+    mixed = [Column("a", "timestamptz", 3), Column("b", "timestamptz", 6)]
+    assert duckdb_timestamp_format(mixed, CsvOptions()) == "%Y-%m-%dT%H:%M:%S.%g%z"
+    assert projection("SELECT * FROM t", mixed, CsvOptions(), "duckdb") == (
+        """SELECT "a" AS "a", strftime("b", '%Y-%m-%dT%H:%M:%S.%f%z') AS "b" """
+        "FROM (SELECT * FROM t) AS q"
+    )
 
 
 def test_the_defaults_are_the_dialects() -> None:

@@ -15,13 +15,19 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
 
 from reportexport.core.catalog import SourceConfig
-from reportexport.core.csvformat import Column, CsvOptions, as_written, projection
+from reportexport.core.csvformat import (
+    Column,
+    CsvOptions,
+    as_written,
+    duckdb_timestamp_format,
+    projection,
+)
 from reportexport.core.sqlparams import render
 from reportexport.sources import (
     CancelToken,
@@ -121,17 +127,7 @@ class DuckdbSource:
         reader = _FifoReader(fifo, sink, on_failure=con.interrupt)
         try:
             columns = self._describe(con, sql, params)
-            query = projection(render(sql, "${name}"), columns, options, "duckdb")
-            newline = "\\r\\n" if options.line_ending == "crlf" else "\\n"
-            delimiter = options.delimiter_char
-            # COMMENT '': DuckDB would otherwise quote every value that holds a '#'. NULLSTR:
-            # CsvOptions admits no quote in a marker. DuckDB, like PostgreSQL, quotes text equal
-            # to the marker and leaves the empty string unquoted when there is one.
-            copy = (
-                f"COPY ({query}) TO '{fifo}' (FORMAT csv, HEADER, DELIMITER '{delimiter}', "
-                f"QUOTE '\"', ESCAPE '\"', NULLSTR '{options.null_marker}', COMMENT '', "
-                f"NEW_LINE '{newline}')"
-            )
+            copy = copy_statement(render(sql, "${name}"), columns, options, fifo)
             reader.start()
             timer.start()
             try:
@@ -159,6 +155,39 @@ class DuckdbSource:
             reader.join()
             con.close()
             shutil.rmtree(folder, ignore_errors=True)  # gone already if /tmp was cleaned
+
+    def copy_to_file(
+        self, sql: str, params: Mapping[str, Any], options: CsvOptions, path: str
+    ) -> int:
+        """The export's own `COPY` (the same connection settings, projection and options) into
+        a file, with no process reading it: what an export costs without the FIFO, the hash and
+        the object store (bench/export.py's reference). The number of rows."""
+        con = self._connect(options)
+        try:
+            columns = self._describe(con, sql, params)
+            copy = copy_statement(render(sql, "${name}"), columns, options, path)
+            rows = con.execute(copy, params).fetchone()
+        except duckdb.Error as exc:
+            raise _failure(exc) from exc
+        finally:
+            con.close()
+        return int(rows[0]) if rows else 0
+
+
+def copy_statement(query: str, columns: Sequence[Column], options: CsvOptions, target: str) -> str:
+    """`COPY (<the query's projection>) TO '<target>'` in our dialect."""
+    newline = "\\r\\n" if options.line_ending == "crlf" else "\\n"
+    stamps = duckdb_timestamp_format(columns, options)
+    # The zoned timestamps the projection leaves typed (the same bytes as strftime).
+    timestamp_format = f", TIMESTAMPFORMAT '{stamps}'" if stamps else ""
+    # COMMENT '': DuckDB would otherwise quote every value that holds a '#'. NULLSTR: CsvOptions
+    # admits no quote in a marker. DuckDB, like PostgreSQL, quotes text equal to the marker and
+    # leaves the empty string unquoted when there is one.
+    return (
+        f"COPY ({projection(query, columns, options, 'duckdb')}) TO '{target}' (FORMAT csv, "
+        f"HEADER, DELIMITER '{options.delimiter_char}', QUOTE '\"', ESCAPE '\"', "
+        f"NULLSTR '{options.null_marker}', COMMENT '', NEW_LINE '{newline}'{timestamp_format})"
+    )
 
 
 class _FifoReader(threading.Thread):

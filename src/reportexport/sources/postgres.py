@@ -120,16 +120,7 @@ class PostgresSource:
         unregister = cancel.on_cancel(conn.cancel_safe)
         try:
             columns = self._describe(conn, query, params)
-            before, after = projection(_MARK, columns, options, "postgres").split(_MARK)
-            statement = sql.Composed([
-                sql.SQL("COPY (" + before),
-                composed(query, params),
-                sql.SQL(after + ") TO STDOUT (FORMAT csv, HEADER, NULL "),
-                sql.Literal(options.null_marker),
-                sql.SQL(", DELIMITER "),
-                sql.Literal(options.delimiter_char),
-                sql.SQL(")"),
-            ])  # fmt: skip
+            statement = _copy_statement(query, params, columns, options)
             target: Sink = _CrlfWriter(sink) if options.line_ending == "crlf" else sink
             # COPY sends a message per row: gather them so the sink (hash, limits, store)
             # sees large blocks.
@@ -153,6 +144,38 @@ class PostgresSource:
         finally:
             unregister()
             conn.close()
+
+    def copy_to_file(
+        self, query: str, params: Mapping[str, Any], options: CsvOptions, path: str
+    ) -> int:
+        """The export's own `COPY ... TO STDOUT` (its projection and options) straight into a
+        file, PostgreSQL's LF line ends as they come: what an export costs without the hash and
+        the object store (bench/export.py's reference). The number of rows."""
+        with self._connect(options) as conn, open(path, "wb") as out:
+            try:
+                columns = self._describe(conn, query, params)
+                statement = _copy_statement(query, params, columns, options)
+                with conn.cursor() as cursor, cursor.copy(statement) as copy:
+                    for chunk in copy:
+                        out.write(chunk)
+                    return max(cursor.rowcount, 0)
+            except psycopg.Error as exc:
+                raise _translated(exc) from exc
+
+
+def _copy_statement(
+    query: str, params: Mapping[str, Any], columns: list[Column], options: CsvOptions
+) -> sql.Composed:
+    before, after = projection(_MARK, columns, options, "postgres").split(_MARK)
+    return sql.Composed([
+        sql.SQL("COPY (" + before),
+        composed(query, params),
+        sql.SQL(after + ") TO STDOUT (FORMAT csv, HEADER, NULL "),
+        sql.Literal(options.null_marker),
+        sql.SQL(", DELIMITER "),
+        sql.Literal(options.delimiter_char),
+        sql.SQL(")"),
+    ])  # fmt: skip
 
 
 class _CrlfWriter:
