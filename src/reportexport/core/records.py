@@ -310,6 +310,7 @@ AuditAction = Literal[
     "suspend_person",
     "resume_person",
     "set_email",
+    "set_notify_always",
     "add_group",
     "delete_group",
     "add_member",
