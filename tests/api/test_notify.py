@@ -65,6 +65,10 @@ def test_a_person_sets_their_own_preference(api: dict[str, Any]) -> None:
     off = client.put(url, json={"notify_always": False}, headers=auth(api, "olga"))
     assert (off.status_code, off.json()["notify_always"]) == (200, False)
     assert api["db"].users.user_by_name("alice").notify_always is False
+    audit = client.get("/api/audit?object_kind=person", headers=auth(api, "olga")).json()
+    assert [(e["person"], e["action"], e["object_id"], e["detail"]) for e in audit["entries"]] == [
+        ("olga", "set_notify_always", "alice", "off")
+    ]  # a person's own choice is theirs; an operator's is recorded
     bad = client.put(url, json={"notify_always": "yes"}, headers=auth(api, "alice"))
     assert bad.status_code == 422
     nobody = client.put("/api/people/nobody/notify-always", json=on, headers=auth(api, "olga"))
