@@ -88,6 +88,10 @@ def test_the_job_page_button_asks_for_an_email_until_the_export_ends(api: dict[s
     page = client.get(f"/jobs/{job_id}", headers=alice.headers).text
     assert "You will get an e-mail at <bdi>alice@example.com</bdi> when it ends." in page
     assert 'id="email-me"' not in page
+    give_address(db, "alice", None)  # removed since: the page promises nothing
+    page = client.get(f"/jobs/{job_id}", headers=alice.headers).text
+    assert "You will get an e-mail" not in page
+    assert "you have no e-mail address here" in page
     bob = sign_in(client, api["tokens"]["bob"])
     assert post(client, bob, f"/jobs/{job_id}/notify").status_code == 404
     client.post(f"/api/exports/{job_id}/cancel",

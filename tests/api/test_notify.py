@@ -12,7 +12,7 @@ from reportexport.store import Database
 from tests.helpers import API_QUERIES, auth, catalog_for, create, runtime_for
 
 
-def give_address(db: Database, name: str, address: str) -> None:
+def give_address(db: Database, name: str, address: str | None) -> None:
     person = db.users.user_by_name(name)
     assert person is not None
     db.users.set_email(person.id, address)

@@ -31,7 +31,7 @@ from reportexport.core.access import Member, Refusal
 from reportexport.core.catalog import Catalog, SavedQuery
 from reportexport.core.csvschema import file_schema, schema_file_name
 from reportexport.core.job_status import TransitionError
-from reportexport.core.lifecycle import is_effect, is_status
+from reportexport.core.lifecycle import TERMINAL, is_effect, is_status
 from reportexport.core.links import LinkError, verify_download
 from reportexport.core.parameters import ParameterError, validate
 from reportexport.core.records import (
@@ -360,16 +360,19 @@ class ExportService:
                 f"the e-mail of export {job_id} would go to its owner, {job.owner}; "
                 "only they ask for it"
             )
+        ended = ConflictError(
+            f"export {job_id} has ended; an e-mail is asked for before it ends",
+            title="Export ended",
+        )
+        if job.status in TERMINAL:
+            raise ended
         self.notify_address(person)
         try:
             return self.jobs.set_notify(JobId(job_id), owner=person.name)
         except JobNotFoundError:
             raise NotFoundError(f"no export {job_id}") from None
-        except StaleStatusError:
-            raise ConflictError(
-                f"export {job_id} has ended; an e-mail is asked for before it ends",
-                title="Export ended",
-            ) from None
+        except StaleStatusError:  # it ended meanwhile
+            raise ended from None
 
     def check_parameters(
         self,
