@@ -192,10 +192,10 @@ class ExportService:
         audit: AuditLog | None = None,
         deliveries: Deliveries | None = None,
         refusals: AccessRefusals | None = None,
-        email_domains: Sequence[str] = (),
+        email_domains: Sequence[str] | None = None,
     ) -> None:
         self.refusals = refusals or AccessRefusals()
-        self.email_domains = tuple(email_domains)  # empty: any domain
+        self.email_domains = tuple(email_domains or ())  # empty (the setting's): any domain
         self.members = members
         self.deliveries = deliveries
         self.audit = audit
