@@ -270,7 +270,7 @@ def test_export_notify_mails_the_owner_once_an_operator_gave_them_an_address(
     """`--notify` is refused while the owner has no address; with one, the address is a
     recipient of the export's announcement, fixed when it ended."""
     day = ["export", "orders_by_day", "--param", "day=2024-01-05", "--notify"]
-    assert cli.main(day) == 1
+    assert cli.main(day) == 2  # refused at creation, as a wrong argument
     err = capsys.readouterr().err
     assert "you have no e-mail address here" in err
     assert len(err.strip().splitlines()) == 1
@@ -284,6 +284,29 @@ def test_export_notify_mails_the_owner_once_an_operator_gave_them_an_address(
     assert rows == [("emit_done_webhook", "demo@example.com", None)]
     assert cli.main(["users", "email", "demo", "--remove"]) == 0
     assert cli.main(["users", "email", "nobody", "x@example.com"]) == 1
+
+
+def test_users_notify_always_mails_every_export_of_the_person(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator turns a person's preference on (refused while they have no address): their
+    exports are announced by e-mail without `--notify`; off, they are not."""
+    assert cli.main(["users", "notify-always", "demo", "on"]) == 2
+    assert "demo has no e-mail address here" in capsys.readouterr().err
+    assert cli.main(["users", "email", "demo", "demo@example.com"]) == 0
+    assert cli.main(["users", "notify-always", "demo", "on"]) == 0
+    out = capsys.readouterr().out
+    assert "demo: an e-mail to demo@example.com when any of their exports ends" in out
+    day = ["export", "orders_by_day", "--param", "day=2024-01-05"]
+    assert cli.main(day) == 0, capsys.readouterr().err
+    assert cli.main(["users", "notify-always", "demo", "off"]) == 0
+    assert "demo: an e-mail only when they ask for one" in capsys.readouterr().out
+    assert cli.main([*day[:-1], "day=2024-01-06"]) == 0, capsys.readouterr().err
+    with sqlite3.connect(home / "reportexport.db") as conn:
+        rows = conn.execute("SELECT job_id, address FROM deliveries").fetchall()
+        first = conn.execute("SELECT min(id) FROM jobs").fetchone()[0]
+    assert rows == [(first, "demo@example.com")]
+    assert cli.main(["users", "notify-always", "nobody", "on"]) == 1
 
 
 def test_a_given_up_destination_is_listed_and_redriven_alone_at_the_command_line(

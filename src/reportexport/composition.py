@@ -311,6 +311,7 @@ class Runtime:
             objects=self.objects,
             link_secret=self.link_secret,
             link_seconds=settings.link_seconds,
+            email_domains=settings.email_domain_list,
             fairness=Fairness(
                 max_active=settings.max_active_exports,
                 max_per_window=settings.max_exports_per_minute,

@@ -66,10 +66,11 @@ def test_creating_an_export_queues_a_job(api: dict[str, Any]) -> None:
 
 
 def test_notify_asks_for_an_email_at_the_end_and_needs_an_address(api: dict[str, Any]) -> None:
-    """`notify` is refused (409: the request is right, the person's record is not) until an
-    operator gave the person an address; then the job says so."""
+    """`notify` is refused (422 naming `notify`) until an operator gave the person an
+    address; then the job says so."""
     refused = create(api, notify=True)
-    assert (refused.status_code, refused.json()["title"]) == (409, "No e-mail address")
+    assert (refused.status_code, refused.json()["title"]) == (422, "No e-mail address")
+    assert refused.json()["parameter"] == "notify"
     assert "notify: you have no e-mail address" in refused.json()["detail"]
     db: Database = api["db"]
     alice = db.users.user_by_name("alice")

@@ -277,6 +277,7 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
                           max_exports_per_minute=plenty, sign_in_failures_per_minute=plenty,
                           max_schedules=plenty)  # fmt: skip
     olga = Acting(name="olga", role="operator")
+    runtime.people.set_email("olga", "olga@example.com", by=olga)  # the "E-mail me" forms show
     exports = runtime.exports
     exports.create(olga, "products", {"category": "toys"})
     # A canceled export of each query: its page links to that query's form.
@@ -285,6 +286,7 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
         stopped = exports.create(olga, name, parameters).job.id
         exports.cancel(olga, stopped)
     given_up({"db": jobs_db, "runtime": runtime})
+    exports.create(olga, "products", {"category": "toys"})  # queued: "E-mail me when it ends"
     for paused in (False, True):
         made = runtime.schedules.create(
             olga, "orders_of_day", {"day": {"relative": "yesterday"}}, cron="0 8 * * *",

@@ -178,9 +178,11 @@ BACK = {
     "/sign-out": "/jobs",
     "/jobs/{job_id}/cancel": "/jobs/{job_id}",
     "/jobs/{job_id}/rerun": "/jobs/{job_id}",
+    "/jobs/{job_id}/notify": "/jobs/{job_id}",
     "/jobs/cancel": "/jobs?status=queued",
     "/exports/new": "/exports/new?saved_query=products",
     "/schedules/new": "/exports/new?saved_query=products",
+    "/exports/notify-always": "/exports/new?saved_query=products",
     "/schedules/{schedule_id}/pause": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/resume": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/run": "/schedules/{schedule_id}",
@@ -236,6 +238,9 @@ def changes(site: dict[str, Any]) -> Any:
         get("/api/exports", headers=bearer).json(),
         get(f"/api/schedules/{site['values']['schedule_id']}", headers=bearer).json(),
         get("/api/audit", headers=bearer).json(),
-        [(u.name, u.token_hash, u.revoked_at) for u in site["db"].users.list_users()],
+        [
+            (u.name, u.token_hash, u.revoked_at, u.notify_always)
+            for u in site["db"].users.list_users()
+        ],
         [(g.name, g.member_count) for g in site["db"].groups.list_groups()],
     )

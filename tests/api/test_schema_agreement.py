@@ -66,6 +66,7 @@ BODIES: dict[str, dict[str, Any]] = {
     },
     "create_group": {"name": "finance", "description": "the finance team"},
     "set_attribute": {"value": "FR"},
+    "set_notify_always": {"notify_always": False},  # on needs an address: a rule of the record
 }
 # The path of an operation on a thing names one that exists.
 PATH_VALUES = {"person": "olga", "attribute": "country", "name": "finance"}

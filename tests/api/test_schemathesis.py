@@ -68,6 +68,12 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
                           env=env, check=True, capture_output=True, text=True)  # fmt: skip
     tokens = dict(re.findall(r"created \w+ '(\w+)'; token \(shown once\): (\S+)", demo.stdout))
     assert {"demo", "operator"} <= set(tokens), demo.stdout
+    # Addresses, so that asking for an e-mail (`notify`, a job's or every export's) is done:
+    # without one it is refused with 422, which a fuzzer reads as a valid request rejected.
+    for person in ("demo", "operator"):
+        address = ["users", "email", person, f"{person}@example.com"]
+        subprocess.run([sys.executable, "-m", "reportexport", *address],
+                       env=env, check=True, capture_output=True)  # fmt: skip
     with open(home / "catalog.toml", "a") as catalog:
         catalog.write(FREE_TEXT)
     log = home.parent / "serve.log"

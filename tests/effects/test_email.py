@@ -311,3 +311,24 @@ def test_starttls_asked_of_a_server_without_it_sends_nothing_in_clear(
     assert (delivery.attempts, delivery.waiting) == (1, True)
     assert "STARTTLS" in (delivery.last_error or "")
     assert mailbox.received == []
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_an_owner_who_asked_for_every_export_gets_one_email(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str, asked: bool,
+) -> None:  # fmt: skip
+    """The owner's preference on: an export that did not ask is mailed; one that asked too is
+    mailed once."""
+    assert db.users.set_notify_always("alice", True)
+    options = {"title": "Orders of one day", **({"notify": True} if asked else {})}
+    job_id = succeeded_job(db, objects, options=options, parameters=DAY)
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    runner.run_once()
+    clock.advance(3600)
+    runner.run_once()
+    (message,) = mailbox.messages_to(alice)
+    assert message["Subject"] == "Orders of one day — 2026-12-02 — ready"
+    assert len(mailbox.received) == 1
+    (delivery,) = db.deliveries.job_deliveries(job_id)
+    assert (delivery.address, delivery.delivered_at is not None) == (alice, True)

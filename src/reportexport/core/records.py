@@ -271,6 +271,7 @@ class User(InRole):
     suspended_by: str | None = None
     suspend_reason: str | None = None
     email: str | None = None  # where their announcements by e-mail go
+    notify_always: bool = False  # an e-mail when any of their exports ends (their preference)
 
     @property
     def is_service(self) -> bool:
@@ -309,6 +310,7 @@ AuditAction = Literal[
     "suspend_person",
     "resume_person",
     "set_email",
+    "set_notify_always",
     "add_group",
     "delete_group",
     "add_member",

@@ -311,6 +311,15 @@ def build_parser() -> argparse.ArgumentParser:
     user_email.add_argument("name")
     user_email.add_argument("address", nargs="?", help="one mailbox: name@example.com")
     user_email.add_argument("--remove", action="store_true", help="no e-mail address")
+    notify_always = _action(
+        user_actions,
+        "notify-always",
+        handlers.cmd_users_notify_always,
+        "e-mail a person when any of their exports ends (on), or only when asked (off)",
+    )
+    _service_options(notify_always)
+    notify_always.add_argument("name")
+    notify_always.add_argument("switch", choices=("on", "off"))
     person_actions: list[tuple[str, Handler, str, tuple[str, ...]]] = [
         ("access", handlers.cmd_users_access, "a person's groups and attributes", ("name",)),
         ("set", handlers.cmd_users_set, "set a person's attribute (bound parameters read it)",
@@ -360,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     job_commands = {
         "show": (handlers.cmd_jobs_show, "a job and its history"),
         "cancel": (handlers.cmd_jobs_cancel, "cancel a job"),
+        "notify": (handlers.cmd_jobs_notify, "e-mail me when my job ends"),
         "download": (handlers.cmd_jobs_download, "download a job's file"),
     }
     for action, (handler, text) in job_commands.items():

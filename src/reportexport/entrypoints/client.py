@@ -194,6 +194,9 @@ def cmd_jobs(settings: Settings, args: argparse.Namespace) -> int:
                 return 2
             download(client, args.id, args.output)
             print(f"job {args.id}: written to {args.output}")
+        elif args.action == "notify":
+            job = checked(client.post(f"/api/exports/{args.id}/notify"))
+            print(f"job {job['id']}: an e-mail goes to its owner when it ends")
         else:  # cancel
             job = checked(client.post(f"/api/exports/{args.id}/cancel"))
             print(f"job {job['id']}: {job['status']}")

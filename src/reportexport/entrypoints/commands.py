@@ -436,6 +436,16 @@ def cmd_users_suspend(runtime: Runtime, args: argparse.Namespace) -> int:
     return _say_withdrawn(args.name, withdrawn)
 
 
+def cmd_users_notify_always(runtime: Runtime, args: argparse.Namespace) -> int:
+    """Whether a person gets an e-mail when any of their exports ends."""
+    person = runtime.people.set_notify_always(args.name, args.switch == "on", by=SHELL)
+    if person.notify_always:
+        print(f"{person.name}: an e-mail to {person.email} when any of their exports ends")
+    else:
+        print(f"{person.name}: an e-mail only when they ask for one")
+    return 0
+
+
 def cmd_users_email(runtime: Runtime, args: argparse.Namespace) -> int:
     """Where a person's announcements by e-mail go (`--remove`: nowhere)."""
     address = None if args.remove else args.address
@@ -617,7 +627,7 @@ def _remote(runtime: Runtime, args: argparse.Namespace) -> int:
     return client.run(client.cmd_jobs, runtime.settings, args)
 
 
-cmd_jobs_list = cmd_jobs_show = cmd_jobs_cancel = cmd_jobs_download = _remote
+cmd_jobs_list = cmd_jobs_show = cmd_jobs_cancel = cmd_jobs_download = cmd_jobs_notify = _remote
 
 
 def _remote_schedules(runtime: Runtime, args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ these calls and the results (or `services.errors`) into their own answers. Here 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, Protocol
@@ -31,7 +31,7 @@ from reportexport.core.access import Member, Refusal
 from reportexport.core.catalog import Catalog, SavedQuery
 from reportexport.core.csvschema import file_schema, schema_file_name
 from reportexport.core.job_status import TransitionError
-from reportexport.core.lifecycle import is_effect, is_status
+from reportexport.core.lifecycle import TERMINAL, is_effect, is_status
 from reportexport.core.links import LinkError, verify_download
 from reportexport.core.parameters import ParameterError, validate
 from reportexport.core.records import (
@@ -50,6 +50,7 @@ from reportexport.core.records import (
 )
 from reportexport.core.settings import default
 from reportexport.core.text import quoted, unsafe_text
+from reportexport.mail.message import domain_refusal
 from reportexport.objects import ObjectKeyError, ObjectStore, final_key_job
 from reportexport.pipeline.export import new_export, with_bound, without_bound
 from reportexport.services.errors import (
@@ -191,8 +192,10 @@ class ExportService:
         audit: AuditLog | None = None,
         deliveries: Deliveries | None = None,
         refusals: AccessRefusals | None = None,
+        email_domains: Sequence[str] | None = None,
     ) -> None:
         self.refusals = refusals or AccessRefusals()
+        self.email_domains = tuple(email_domains or ())  # empty (the setting's): any domain
         self.members = members
         self.deliveries = deliveries
         self.audit = audit
@@ -300,8 +303,8 @@ class ExportService:
         `from_text` takes parameter values as text (a form, the command line); otherwise as
         typed JSON. ParameterError names a parameter and its rule (with `every_problem`,
         InvalidParametersError names every one); OverLimitError a limit. With `notify`, an
-        e-mail goes to the person's address when the export ends (ConflictError when they have
-        none).
+        e-mail goes to the person's address when the export ends (InvalidInputError naming
+        `notify` when they have none, or one e-mail may not go to).
         """
         key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, person.name)
         query = self._runnable(person, saved_query, path="create")
@@ -323,14 +326,53 @@ class ExportService:
             bound=query.access.bound_values(self.member(person)) if query.access.bound else None,
         )
         if notify:
-            if self.member(person).email is None:  # the request is right; the record is not
-                raise ConflictError(
-                    "notify: you have no e-mail address here; an operator sets it "
-                    "(reportexport users email NAME ADDRESS)",
-                    title="No e-mail address",
-                )
+            self.notify_address(person)
             new = replace(new, options={**new.options, "notify": True})
         return self._insert(new)
+
+    def notify_address(self, person: Person) -> str:
+        """Where `person`'s e-mail goes when an export of theirs ends: InvalidInputError naming
+        `notify` when they have no address, or one outside `email_domains` (refused now rather
+        than given up when the export ends)."""
+        address = self.member(person).email
+        if address is None:
+            raise InvalidInputError(
+                "notify",
+                "email",
+                "notify: you have no e-mail address here; an operator sets it "
+                "(reportexport users email NAME ADDRESS)",
+                title="No e-mail address",
+            )
+        refused = domain_refusal(address, self.email_domains)
+        if refused is not None:
+            raise InvalidInputError(
+                "notify", "domain", f"notify: {refused}", title="E-mail domain not allowed"
+            )
+        return address
+
+    def notify(self, person: Person, job_id: int) -> Job:
+        """An e-mail to `person` when their export ends, asked for while it has not ended: the
+        e-mail goes to the job's owner, so only they ask (an operator too, for their own);
+        ConflictError once it has ended, InvalidInputError (`notify`) as `create`'s."""
+        job = self.job(person, job_id).detail.job
+        if job.owner != person.name:
+            raise ForbiddenError(
+                f"the e-mail of export {job_id} would go to its owner, {job.owner}; "
+                "only they ask for it"
+            )
+        ended = ConflictError(
+            f"export {job_id} has ended; an e-mail is asked for before it ends",
+            title="Export ended",
+        )
+        if job.status in TERMINAL:
+            raise ended
+        self.notify_address(person)
+        try:
+            return self.jobs.set_notify(JobId(job_id), owner=person.name)
+        except JobNotFoundError:
+            raise NotFoundError(f"no export {job_id}") from None
+        except StaleStatusError:  # it ended meanwhile
+            raise ended from None
 
     def check_parameters(
         self,

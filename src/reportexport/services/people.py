@@ -17,7 +17,12 @@ from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage
 from reportexport.core.settings import default, host_names
 from reportexport.core.text import unsafe_text
 from reportexport.mail.message import domain_refusal, is_mailbox
-from reportexport.services.errors import ConflictError, ForbiddenError, InvalidInputError
+from reportexport.services.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+)
 from reportexport.services.exports import MAX_ID, MAX_PAGE, Person
 from reportexport.store import UserExistsError, Users
 
@@ -164,6 +169,40 @@ class PeopleService:
         if unsafe_text(name) is not None:
             return False
         return self.users.set_email_of(name, address, audit=audit)
+
+    def set_notify_always(self, name: str, on: bool, *, by: Person) -> User:
+        """Whether the person gets an e-mail when any of their exports ends (their own choice,
+        or an operator's, recorded in the audit). NotFoundError when there is no active person
+        of that name (or it is someone else's and `by` is no operator); InvalidInputError
+        (`notify_always`) when turning it on for a person without an address, or with one
+        outside `email_domains`."""
+        if not by.is_operator and by.name != name:
+            raise NotFoundError(f"no person {name!r}")  # another person's settings are not yours
+        audit = None
+        if by.is_operator:
+            audit = self._audit(by, "set_notify_always", name, "on" if on else "off")
+        person = self.get(name)
+        if person is None or person.revoked_at is not None:
+            raise NotFoundError(f"no person {name!r}")
+        if on:
+            if person.email is None:
+                raise InvalidInputError(
+                    "notify_always",
+                    "email",
+                    f"{name} has no e-mail address here; an operator sets it "
+                    "(reportexport users email NAME ADDRESS)",
+                    title="No e-mail address",
+                )
+            refused = domain_refusal(person.email, self.email_domains)
+            if refused is not None:
+                raise InvalidInputError(
+                    "notify_always", "domain", refused, title="E-mail domain not allowed"
+                )
+        if not self.users.set_notify_always(name, on, audit=audit):
+            raise NotFoundError(f"no person {name!r}")
+        found = self.get(name)
+        assert found is not None
+        return found
 
     @staticmethod
     def _audit(

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from frozen_lifecycle.graph import Graph
 from reportexport.core.job_status import CANCELS, check_transition
+from reportexport.core.lifecycle import STATES, TERMINAL
 from reportexport.core.records import (
     AuditEntry,
     HistoryEntry,
@@ -29,6 +30,7 @@ from reportexport.store.errors import (
 
 CANCEL_ATTEMPTS = 5
 CANCELED = CANCELS[0].to_status
+NOT_ENDED = tuple(status for status in STATES if status not in TERMINAL)
 
 
 class JobStore:
@@ -170,6 +172,23 @@ class JobStore:
                         write_entry(session, audit)
                     return self._job(session, job_id)
         raise StaleStatusError(job_id, "cancelable")
+
+    def set_notify(self, job_id: JobId, *, owner: str | None = None) -> Job:
+        """Ask for an e-mail to the owner when the job ends (`options.notify`), while it has not
+        ended: StaleStatusError once it has (the terminal transition fixes the recipients, so
+        a later ask would reach no one); `owner` limits it to their jobs."""
+        with self.driver.write() as session:
+            job = self._job(session, job_id)
+            if owner is not None and job.owner != owner:
+                raise JobNotFoundError(job_id)
+            params = {
+                "id": job_id,
+                "options": self.codec.json({**job.options, "notify": True}),
+                "statuses": self.codec.names(list(NOT_ENDED)),
+            }
+            if session.row("set_job_options", params) is None:
+                raise StaleStatusError(job_id, " or ".join(NOT_ENDED))
+            return self._job(session, job_id)
 
     def record_download(self, job_id: int, person: str) -> None:
         """A person was given a download link of the job."""

@@ -65,6 +65,7 @@ def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> A
     for name in ("columns", "column_types"):
         if values.get(name) is not None:
             values[name] = tuple(values[name])
-    if "manual" in values:  # SQLite keeps a boolean as 0 or 1
-        values["manual"] = bool(values["manual"])
+    for name in ("manual", "notify_always"):  # SQLite keeps a boolean as 0 or 1
+        if name in values:
+            values[name] = bool(values[name])
     return cls(**values)

@@ -89,6 +89,12 @@ UPDATE jobs
  WHERE id = :id AND status = :expected
 RETURNING id;
 
+-- set_job_options --
+-- A job's options, while it is in one of :statuses (not yet ended: compare-and-set).
+UPDATE jobs SET options = :options
+ WHERE id = :id AND status IN {names(:statuses)}
+RETURNING id;
+
 -- claim_jobs --
 -- Move up to :limit queued jobs to running under a new lease token, what a worker needs back.
 -- Owners take turns (a job's turn is how many unfinished jobs its owner had when it was made),
@@ -849,6 +855,11 @@ RETURNING id;
 -- set_email_of_user --
 -- An operator sets (or, NULL, removes) an active person's e-mail address.
 UPDATE users SET email = :email WHERE name = :name AND revoked_at IS NULL
+RETURNING id;
+
+-- set_notify_always_of_user --
+-- A person turns on (1) or off (0) an e-mail when any of their exports ends.
+UPDATE users SET notify_always = (:enabled = 1) WHERE name = :name AND revoked_at IS NULL
 RETURNING id;
 
 -- provider_groups_of_user --

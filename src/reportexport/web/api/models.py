@@ -56,7 +56,8 @@ class SavedQueryOut(BaseModel):
 
 NOTIFY = (
     "e-mail me when this export ends (succeeded or failed), at the address an operator set "
-    "for me; refused with 409 while there is none"
+    "for me; refused with 422 while there is none, or when e-mail may not go to its domain "
+    "(email_domains)"
 )
 
 
@@ -531,6 +532,21 @@ class ValueIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     value: str = Field(min_length=1, max_length=200, json_schema_extra=STORABLE)
+
+
+class NotifyAlwaysIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    notify_always: bool = Field(
+        description="e-mail me when any of my exports ends (succeeded or failed); turning it on "
+        "is refused with 422 while I have no e-mail address, or one e-mail may not go to"
+    )
+
+
+class NotifyAlwaysOut(BaseModel):
+    name: str
+    email: str | None = Field(description="where the e-mail goes (set by an operator)")
+    notify_always: bool = Field(description="an e-mail when any of their exports ends")
 
 
 class WithdrawnOut(BaseModel):

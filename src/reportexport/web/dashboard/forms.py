@@ -33,6 +33,8 @@ from reportexport.timetable.firings import RELATIVE_DATES
 BOOLEAN_FIELD = "boolean-shown"  # names the checkboxes a form showed
 QUERY_FIELD = "saved-query"
 KEY_FIELD = "form-key"  # the one-time key that makes a double submit one job
+NOTIFY_FIELD = "notify-me"  # "E-mail me when it ends"
+NOTIFY = "notify"  # what the export service calls it when it refuses it
 SERVICE_KEY = "Idempotency-Key"  # what the export service calls that key when it refuses it
 # The schedule's own fields: a dash, which no parameter's name holds.
 SCHEDULE_PREFIX = "schedule-"

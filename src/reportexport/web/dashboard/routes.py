@@ -25,7 +25,14 @@ from reportexport.core.job_status import CANCELS, TransitionError
 from reportexport.core.parameters import ParameterError
 from reportexport.core.records import Delivery, Job, User
 from reportexport.core.text import quoted
-from reportexport.services.errors import ForbiddenError, GoneError, NotFoundError, ServiceError
+from reportexport.services.errors import (
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    InvalidInputError,
+    NotFoundError,
+    ServiceError,
+)
 from reportexport.services.exports import JobView
 from reportexport.services.sessions import SignInLimitError
 from reportexport.web.dashboard import forms
@@ -325,6 +332,7 @@ def _job_page(
     gone = parts(request).webhooks.disabled(
         user, [d.endpoint_id for d in view.deliveries if d.endpoint_id is not None]
     )
+    email, always = _email_of(request, user)
     return page(
         request,
         "job.html",
@@ -348,7 +356,18 @@ def _job_page(
         cancelable=CANCELABLE,
         rerun_key=secrets.token_urlsafe(16),
         problem=problem,
+        email=email,
+        notify_always=always,
     )
+
+
+def _email_of(request: Request, user: User) -> tuple[str | None, bool]:
+    """The person's e-mail address as it is now, and whether they asked for an e-mail when
+    any of their exports ends (on only with an address: the e-mail goes nowhere without)."""
+    person = parts(request).people.get(user.name)
+    if person is None or person.email is None:
+        return None, False
+    return person.email, person.notify_always
 
 
 def _gave_up(deliveries: Sequence[Delivery], disabled: Mapping[int, str]) -> dict[str, str]:
@@ -492,6 +511,29 @@ def cancel(request: Request, user: SignedIn, job_id: str, confirmed: str = Form(
     return redirect(request, f"/jobs/{number}", "success", f"Export #{number} is canceled.")
 
 
+@job_forms.post("/jobs/{job_id}/notify")
+def notify(request: Request, user: SignedIn, job_id: str) -> Response:
+    """E-mail me when my export ends (asked while it has not ended)."""
+    number = id_of(job_id)
+    if number is None:
+        return _not_found(request, user, job_id)
+    back = f"/jobs/{number}"
+    try:
+        job = parts(request).exports.notify(user, number)
+    except NotFoundError:
+        return _not_found(request, user, job_id)
+    except ConflictError:
+        ended = f"Export #{number} has already ended: an e-mail is asked for before it ends."
+        return redirect(request, back, "warning", ended)
+    except (InvalidInputError, ForbiddenError) as exc:
+        return redirect(
+            request, back, "warning", f"No e-mail: {exc.detail.removeprefix('notify: ')}."
+        )
+    email, _ = _email_of(request, user)
+    text = f"You will get an e-mail at {email} when export #{job.id} ends."
+    return redirect(request, back, "success", text)
+
+
 def _ended(number: int, status: str) -> str:
     return f"Export #{number} has already ended ({status}): there is nothing to cancel."
 
@@ -627,8 +669,10 @@ def new_export_page(
     general: list[str] | None = None,
     key: str | None = None,
     status: int = 200,
+    notify: bool = False,
 ) -> HTMLResponse:
     """The New export form (with its "Schedule this" part), fresh or with what was sent."""
+    email, always = _email_of(request, user)
     return page(
         request,
         "new_export.html",
@@ -641,6 +685,9 @@ def new_export_page(
         general=general or [],
         key=key or secrets.token_urlsafe(16),
         schedule=schedule,
+        email=email,
+        notify_always=always,
+        notify_checked=notify,
     )
 
 
@@ -665,6 +712,7 @@ def _create(request: Request, user: User, pairs: list[tuple[str, str]]) -> Respo
             idempotency_key=sent.key,
             from_text=True,
             every_problem=True,
+            notify=sent.notify,
         )
     except (ParameterError, ServiceError) as exc:
         refused = refusal(exc, query.parameters, scheduling=False)
@@ -708,7 +756,30 @@ def form_again(
         problems=None if scheduling else refused.beside,
         general=None if scheduling else refused.above,
         key=None if refused.new_key else sent.key,  # a refused key: the form gets a new one
+        notify=sent.notify,
     )
+
+
+@new_export_forms.post("/exports/notify-always")
+def notify_always(
+    request: Request,
+    user: SignedIn,
+    switch: str = Form(""),
+    saved_query: str = Form("", alias=forms.QUERY_FIELD),
+) -> Response:
+    """The person's own preference: an e-mail when any of their exports ends, or not."""
+    back = forms.form_href(saved_query)
+    on = switch == "on"
+    try:
+        person = parts(request).people.set_notify_always(user.name, on, by=user)
+    except (InvalidInputError, NotFoundError) as exc:
+        return redirect(request, back, "warning", f"Not changed: {exc.detail}.")
+    text = (
+        f"You will get an e-mail at {person.email} when any of your exports ends."
+        if person.notify_always
+        else "You will get an e-mail only for the exports you ask it for."
+    )
+    return redirect(request, back, "success", text)
 
 
 # -- the lifecycle -------------------------------------------------------------------------------

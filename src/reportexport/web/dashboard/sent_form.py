@@ -52,6 +52,7 @@ class SentForm:
     values: dict[str, str]  # every other field by name: the parameters and the schedule's
     booleans: tuple[str, ...]  # the checkboxes the form showed
     repeated: ParameterError | None  # a field sent more than once
+    notify: bool = False  # "E-mail me when it ends" was ticked
 
     @classmethod
     def read(cls, pairs: Sequence[tuple[str, str]]) -> SentForm:
@@ -63,9 +64,11 @@ class SentForm:
             values, repeated = dict(fields), exc
         saved_query = values.pop(forms.QUERY_FIELD, "")
         key = values.pop(forms.KEY_FIELD, "") or None
+        notify = values.pop(forms.NOTIFY_FIELD, "") not in ("", "false")
         return cls(
             saved_query=saved_query,
             key=key,
+            notify=notify,
             values=values,
             booleans=tuple(v for k, v in pairs if k == forms.BOOLEAN_FIELD),
             repeated=repeated,
@@ -130,6 +133,6 @@ def refusal(
     if scheduling and getattr(exc, "rule", "") == "relative" and parameter in specs:
         on_schedule = {f"relative-{parameter}": exc.detail}  # beside its relative choice
         return Refusal(status=status, on_schedule=on_schedule, new_key=new_key)
-    if parameter in specs:
+    if parameter in specs and named != forms.NOTIFY:  # a parameter may be called notify too
         return Refusal(status=status, beside={parameter: exc.detail}, new_key=new_key)
     return Refusal(status=status, above=[forms.refusal_above(exc)], new_key=new_key)

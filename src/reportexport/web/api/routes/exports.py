@@ -45,6 +45,7 @@ router = APIRouter(responses=problems(405, 503))  # a wrong method; an outage
 JOB_OPERATIONS = (
     ("GetExport", "get_export"),
     ("CancelExport", "cancel_export"),
+    ("NotifyExport", "notify_export"),
     ("RerunExport", "rerun_export"),
     ("DownloadExport", "download_export"),
     ("ExportSchema", "export_schema"),
@@ -223,6 +224,22 @@ def get_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobDetailOut
 )
 def cancel_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobOut:
     return JobOut.of(parts.exports.cancel(user, job_id))
+
+
+@router.post(
+    "/api/exports/{job_id}/notify",
+    response_model=JobOut,
+    tags=["exports"],
+    operation_id="notify_export",
+    responses={
+        200: {"description": "The job, which now says notify: true"},
+        **problems(401, 403, 404, 409, 422),
+    },
+)
+def notify_export(job_id: JobIdIn, parts: Parts, user: CurrentUser) -> JobOut:
+    """E-mail me when my export ends: asked for while it has not ended (409 once it has; 422
+    naming `notify` while I have no e-mail address, or one e-mail may not go to)."""
+    return JobOut.of(parts.exports.notify(user, job_id))
 
 
 @router.post(

@@ -13,6 +13,8 @@ from reportexport.services.access import Withdrawn
 from reportexport.web.api.models import (
     GroupIn,
     GroupOut,
+    NotifyAlwaysIn,
+    NotifyAlwaysOut,
     PersonAccessOut,
     ValueIn,
     WithdrawnOut,
@@ -220,6 +222,25 @@ def unset_attribute(
 ) -> WithdrawnOut:
     """Operators: the attribute goes, and what was bound to it with it."""
     return _withdrawn(parts.access.unset_attribute(user, person, attribute))
+
+
+@router.put(
+    "/api/people/{person}/notify-always",
+    response_model=NotifyAlwaysOut,
+    tags=["groups"],
+    operation_id="set_notify_always",
+    responses=problems(400, 401, 403, 404, 415, 422),
+)
+def set_notify_always(
+    person: PersonName,
+    body: Annotated[NotifyAlwaysIn, Body()],
+    parts: Parts,
+    user: CurrentUser,
+) -> NotifyAlwaysOut:
+    """An e-mail when any of the person's exports ends, or not: a person sets their own
+    (operators anyone's)."""
+    found = parts.people.set_notify_always(person, body.notify_always, by=user)
+    return NotifyAlwaysOut(name=found.name, email=found.email, notify_always=found.notify_always)
 
 
 def _withdrawn(withdrawn: Withdrawn) -> WithdrawnOut:

@@ -134,7 +134,7 @@
     if (!button || !("Notification" in window)) return;
     const label = () => {
       const on = Notification.permission === "granted" && localStorage.getItem("reportexport.notify") === "yes";
-      button.textContent = on ? "Notifications on" : "Notify me when it ends";
+      button.textContent = on ? "Browser notifications on" : "Browser notification when it ends";
       button.setAttribute("aria-pressed", on ? "true" : "false");
     };
     button.hidden = false;
