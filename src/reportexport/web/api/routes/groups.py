@@ -59,6 +59,7 @@ GROUP_LINKS = {
 GROUPS_LINKS = {"MembersOfFirstGroup": _link("list_members", name="$response.body#/0/name")}
 ACCESS_LINKS = {
     "SetAttributeOfPerson": _link("set_attribute", person="$response.body#/name"),
+    "NotifyAlwaysOfPerson": _link("set_notify_always", person="$response.body#/name"),
     "UnsetFirstAttribute": _link(
         "unset_attribute",
         person="$response.body#/name",
