@@ -495,8 +495,8 @@ def test_a_job_says_where_it_was_announced_and_an_operator_redrives_one_destinat
     client = api["client"]
     shown = client.get(f"/api/exports/{job_id}", headers=auth(api, "alice")).json()
     ((listed),) = shown["deliveries"]
-    assert (listed["id"], listed["endpoint_id"], listed["address"]) == (
-        delivery.id, endpoint.id, None
+    assert (listed["id"], listed["job_id"], listed["endpoint_id"], listed["address"]) == (
+        delivery.id, job_id, endpoint.id, None
     )  # fmt: skip
     assert (listed["attempts"], listed["last_status"], listed["next_attempt_at"]) == (1, 403, None)
     assert listed["given_up_at"] is not None
@@ -505,6 +505,7 @@ def test_a_job_says_where_it_was_announced_and_an_operator_redrives_one_destinat
     again = client.post(path, headers=auth(api, "olga"))
     assert again.status_code == 200
     assert (again.json()["given_up_at"], again.json()["redrives"]) == (None, 1)
+    assert again.json()["job_id"] == job_id  # a re-drive from a list says whose it was
     assert again.json()["next_attempt_at"] is not None
     assert client.post(path, headers=auth(api, "olga")).status_code == 409
     assert (

@@ -195,6 +195,7 @@ class DeliveryOut(BaseModel):
     channel), fixed when the job ended, with its own attempts."""
 
     id: int
+    job_id: int = Field(description="the job whose end it announces")
     effect: Effect
     endpoint_id: int | None = Field(description="the webhook endpoint; null for the others")
     address: str | None = Field(description="the e-mail address; null for the others")
@@ -214,6 +215,7 @@ class DeliveryOut(BaseModel):
     def of(cls, delivery: Delivery) -> DeliveryOut:
         return cls(
             id=delivery.id,
+            job_id=delivery.job_id,
             effect=delivery.effect,
             endpoint_id=delivery.endpoint_id,
             address=delivery.address,

@@ -146,7 +146,11 @@ def redrive_side_effect(
                 "AuditOfDelivery": {
                     "operationId": "list_audit",
                     "parameters": {"object_kind": "delivery", "object_id": "$response.body#/id"},
-                }
+                },
+                "ExportOfDelivery": {
+                    "operationId": "get_export",
+                    "parameters": {"job_id": "$response.body#/job_id"},
+                },
             },
         },
         **problems(401, 403, 404, 409, 422),
