@@ -7,6 +7,10 @@ import re
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from schemathesis.core.jsonschema.patterns import pin_pattern_length
+from schemathesis.generation.hypothesis.examples import generate_one
 
 from reportexport.webhooks.ssrf import (
     PORT_RULE,
@@ -295,6 +299,48 @@ def test_the_published_pattern_takes_addresses_only_where_private_ranges_are_all
         assert strict.fullmatch(url) is not None
         assert development.fullmatch(url) is not None
     assert strict.fullmatch("https://hooks.example.com/\n") is None
+
+
+def test_a_host_name_is_at_most_253_characters_in_the_pattern_and_the_check() -> None:
+    labels = ["a" * 63, "b" * 63, "c" * 63, "d" * 61]  # 253 characters with the dots
+    longest = ".".join(labels)
+    for private in (False, True):
+        pattern = re.compile(webhook_url_pattern(allow_private=private))
+        for url in (f"https://{longest}/x", f"https://{longest}:8443", f"https://{longest}"):
+            assert pattern.fullmatch(url) is not None
+            assert parse_webhook_url(url, allow_private=private).host == longest
+        too_long = f"https://{longest}e/x"
+        assert pattern.fullmatch(too_long) is None
+        with pytest.raises(UnsafeDestinationError):
+            parse_webhook_url(too_long, allow_private=private)
+
+
+@pytest.mark.parametrize("private", [False, True])
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_what_a_generator_draws_from_the_published_pattern_the_check_takes(
+    private: bool, data: st.DataObject
+) -> None:
+    pattern = webhook_url_pattern(allow_private=private)
+    url = data.draw(st.from_regex(pattern, fullmatch=True))
+    parts = parse_webhook_url(url, allow_private=private)
+    assert url.lower().startswith(f"{parts.scheme}://")
+
+
+@pytest.mark.parametrize("private", [False, True])
+@pytest.mark.parametrize("length", [2000, 1999, 100])
+def test_a_url_of_the_documents_length_can_be_generated_from_the_pattern(
+    private: bool, length: int
+) -> None:
+    """schemathesis' coverage phase draws a URL of exactly the document's maxLength (and one
+    less) by rewriting the pattern to that length; each such draw must find one quickly. With
+    a positive lookahead in the pattern none was found, and each search cost half a minute."""
+    pattern = webhook_url_pattern(allow_private=private)
+    pinned = pin_pattern_length(pattern, length, length)
+    drawn = st.from_regex(pinned, fullmatch=True).filter(lambda url: len(url) == length)
+    url = generate_one(drawn)
+    assert re.fullmatch(pattern, url) is not None
+    assert parse_webhook_url(url, allow_private=private).target
 
 
 @pytest.mark.parametrize("url", ["HTTP://hooks.example.com/x", "Https://hooks.example.com/"])
