@@ -197,18 +197,6 @@ class ChatChannel:
 
 
 @dataclass(frozen=True, kw_only=True)
-class WebhookDelivery:
-    job_id: JobId
-    effect: Effect
-    endpoint_id: int
-    attempts: int
-    last_attempt_at: datetime | None
-    last_status: int | None
-    last_error: str | None
-    delivered_at: datetime | None
-
-
-@dataclass(frozen=True, kw_only=True)
 class Delivery:
     """One destination of one announcement (a webhook endpoint, an e-mail address or a chat
     channel), fixed when the job ended, with its own attempts, backoff and giving up."""

@@ -32,7 +32,6 @@ from reportexport.core.records import (
     PublishedObject,
     SideEffect,
     User,
-    WebhookDelivery,
     WebhookEndpoint,
 )
 from reportexport.core.settings import default
@@ -119,7 +118,6 @@ __all__ = [
     "User",
     "UserExistsError",
     "Users",
-    "WebhookDelivery",
     "WebhookEndpoint",
     "WebhookEndpoints",
     "open_database",

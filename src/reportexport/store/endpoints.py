@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reportexport.core.lifecycle import Effect
-from reportexport.core.records import AuditEntry, WebhookDelivery, WebhookEndpoint
+from reportexport.core.records import AuditEntry, WebhookEndpoint
 from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver
 from reportexport.store.errors import StoreError, UniqueViolationError
@@ -111,34 +110,6 @@ class WebhookEndpoints:
         with self.driver.read() as session:
             rows = session.rows("webhook_endpoints_for", {"owner": owner})
         return [self._endpoint(r) for r in rows]
-
-    def record_delivery(
-        self,
-        job_id: int,
-        effect: Effect,
-        endpoint_id: int,
-        *,
-        now: datetime,
-        status: int | None,
-        error: str | None,
-        delivered: bool,
-    ) -> None:
-        params = {
-            "job_id": job_id,
-            "effect": effect,
-            "endpoint_id": endpoint_id,
-            "now": self.codec.moment(now),
-            "last_status": status,
-            "last_error": error,
-            "delivered": delivered,
-        }
-        with self.driver.write() as session:
-            session.rows("record_delivery", params)
-
-    def webhook_deliveries(self, job_id: int) -> list[WebhookDelivery]:
-        with self.driver.read() as session:
-            rows = session.rows("webhook_deliveries", {"job_id": job_id})
-        return [self.codec.record(WebhookDelivery, r) for r in rows]
 
     def _endpoint(self, row: object) -> WebhookEndpoint:
         if row is None:

@@ -21,7 +21,6 @@ from reportexport.core.records import (
     Schedule,
     SideEffect,
     User,
-    WebhookDelivery,
     WebhookEndpoint,
 )
 
@@ -31,7 +30,6 @@ RECORDS = (
     HistoryEntry,
     SideEffect,
     WebhookEndpoint,
-    WebhookDelivery,
     Delivery,
     ChatChannel,
     User,
