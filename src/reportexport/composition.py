@@ -487,6 +487,7 @@ class Runtime:
             link_seconds=settings.link_seconds,
             mail=self.smtp_server(),
             email_domains=settings.email_domain_list,
+            email_daily_cap=settings.email_daily_cap,
             channels=self.database.channels,
             chat_hosts=settings.chat_host_list,
         )

@@ -332,3 +332,44 @@ def test_an_owner_who_asked_for_every_export_gets_one_email(
     assert len(mailbox.received) == 1
     (delivery,) = db.deliveries.job_deliveries(job_id)
     assert (delivery.address, delivery.delivered_at is not None) == (alice, True)
+
+
+def test_past_the_daily_cap_an_address_is_given_up_alone_until_a_day_has_passed(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """A runaway schedule does not flood an inbox: past `email_daily_cap` e-mails in 24 hours
+    to one address, in any case, the next e-mail there is given up with the reason while other
+    addresses still get theirs; re-driven once the day has passed, it is delivered."""
+    bob, _ = db.users.add_user("bob", "user")
+    db.users.set_email(bob.id, "bob@example.com")
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    runner.context.email_daily_cap = 2
+    for _ in range(2):
+        failed_job(db, options=ORDERS, parameters=DAY)
+        clock.advance(3600)
+        assert runner.run_once() == 1
+    assert len(mailbox.messages_to(alice)) == 2
+
+    person = db.users.user_by_name("alice")
+    assert person is not None
+    db.users.set_email(person.id, "Alice@EXAMPLE.com")  # the same inbox
+    capped = failed_job(db, options=ORDERS, parameters=DAY)
+    other = failed_job(db, owner="bob", options=ORDERS, parameters=DAY)
+    runner.run_once()
+    (refused,) = db.deliveries.job_deliveries(capped)
+    assert (refused.attempts, refused.given_up_at is not None) == (1, True)
+    assert refused.last_error == (
+        "Alice@EXAMPLE.com received 2 e-mails in the last 24 hours, the most it may "
+        "(email_daily_cap = 2)"
+    )
+    (delivered,) = db.deliveries.job_deliveries(other)
+    assert delivered.delivered_at is not None
+    assert len(mailbox.received) == 3
+
+    clock.advance(23 * 3600 + 1800)  # the first e-mail is over 24 hours old, the second not
+    assert db.deliveries.redrive_delivery(refused.id, now=clock())
+    runner.run_once()
+    assert len(mailbox.messages_to("Alice@EXAMPLE.com")) == 1
+    (again,) = db.deliveries.job_deliveries(capped)
+    assert again.delivered_at is not None

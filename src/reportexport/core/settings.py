@@ -159,6 +159,14 @@ class Settings:
             "exactly that domain, not its subdomains); empty: any domain"
         ),
     )
+    email_daily_cap: int = field(
+        default=50,
+        metadata=_about(
+            "the most e-mails one address (in any case) receives in 24 hours; past it, the "
+            "e-mail to that address is given up with the reason (an operator may re-drive it)",
+            minimum=1,
+        ),
+    )
     # -- announcements in chat ------------------------------------------------------------------
     chat_hosts: str = field(
         default="",

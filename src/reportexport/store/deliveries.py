@@ -41,6 +41,13 @@ class Deliveries:
             rows = session.rows("job_deliveries", {"job_id": job_id})
         return [self.codec.record(Delivery, row) for row in rows]
 
+    def emails_delivered_since(self, address: str, since: datetime) -> int:
+        """How many e-mails were delivered to `address` (in any case) since `since`."""
+        params = {"address": address, "since": self.codec.moment(since)}
+        with self.driver.read() as session:
+            row = session.row("emails_delivered_since", params)
+        return 0 if row is None else int(row["delivered"])
+
     def record_delivery_attempt(
         self,
         token: int,

@@ -56,6 +56,8 @@ delivery_resolver = within(system_resolver, DELIVERY_RESOLVE_SECONDS)
 
 # Why an address is given up at its first attempt where e-mail is not set up.
 NO_SMTP_SERVER = "no SMTP server is configured (smtp_host)"
+# The window of the daily cap on e-mails to one address.
+DAY = timedelta(hours=24)
 
 
 class StoppingError(Exception):
@@ -98,6 +100,8 @@ class Context:
     mail: SmtpServer | None = None
     # The only domains e-mail goes to (the setting `email_domains`; empty: any domain).
     email_domains: tuple[str, ...] = host_names(default("email_domains"))
+    # The most e-mails one address receives in 24 hours (`email_daily_cap`).
+    email_daily_cap: int = default("email_daily_cap")
     # Chat channels, and the only hosts their URLs may name (`chat_hosts`; empty: none).
     channels: ChatChannels | None = None
     chat_hosts: tuple[str, ...] = host_names(default("chat_hosts"))
@@ -281,6 +285,13 @@ def _to_address(
     refused = domain_refusal(address, ctx.email_domains)  # set before the setting, or by a
     if refused is not None:  # company sign-in
         return Attempt(problem=refused, refused=True)
+    received = ctx.deliveries.emails_delivered_since(address, now - DAY)
+    if received >= ctx.email_daily_cap:  # a runaway schedule does not flood an inbox
+        return Attempt(
+            problem=f"{address} received {received} e-mails in the last 24 hours, the most "
+            f"it may (email_daily_cap = {ctx.email_daily_cap})",
+            refused=True,
+        )
     message = build_message(
         announcement(ctx, job, effect, succeeded=event_type == "export.succeeded"),
         sender=ctx.mail.sender,

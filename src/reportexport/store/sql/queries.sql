@@ -365,23 +365,6 @@ UPDATE chat_channels SET disabled_at = :now, disabled_reason = :reason
  WHERE id = :id AND disabled_at IS NULL
 RETURNING id;
 
--- record_delivery --
--- One delivery attempt to one endpoint; delivered_at is set once, at the first success.
-INSERT INTO webhook_deliveries
-       (job_id, effect, endpoint_id, attempts, last_attempt_at, last_status, last_error,
-        delivered_at)
-VALUES (:job_id, :effect, :endpoint_id, 1, :now, :last_status, :last_error,
-        CASE WHEN CAST(:delivered AS BOOLEAN) THEN :now END)
-ON CONFLICT (job_id, effect, endpoint_id) DO UPDATE
-   SET attempts = webhook_deliveries.attempts + 1,
-       last_attempt_at = excluded.last_attempt_at,
-       last_status = excluded.last_status, last_error = excluded.last_error,
-       delivered_at = coalesce(webhook_deliveries.delivered_at, excluded.delivered_at);
-
--- webhook_deliveries --
--- Every endpoint's deliveries of a job's side effects.
-SELECT * FROM webhook_deliveries WHERE job_id = :job_id ORDER BY effect, endpoint_id;
-
 -- effect_deliveries --
 -- The destinations of one announcement, fixed when its job ended, in the order they were fixed.
 SELECT * FROM deliveries WHERE job_id = :job_id AND effect = :effect ORDER BY id;
@@ -433,6 +416,13 @@ RETURNING id;
 -- Destinations that ran out of attempts or refused for good, most recent first.
 SELECT * FROM deliveries WHERE given_up_at IS NOT NULL
  ORDER BY given_up_at DESC, id DESC LIMIT :limit;
+
+-- emails_delivered_since --
+-- How many e-mails reached one address (in any case) since :since: the daily cap's count, over
+-- the index deliveries_to_address (migration 0023).
+SELECT count(*) AS delivered FROM deliveries
+ WHERE address IS NOT NULL AND lower(address) = lower(:address)
+   AND delivered_at IS NOT NULL AND delivered_at >= :since;
 
 -- add_user --
 -- A new person (or service account) with the hash of their token.
