@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.policy import default
-from typing import Any
+from typing import Any, TypeVar
 
 from aiosmtpd.controller import Controller
 
@@ -43,6 +43,9 @@ class Mailbox:
             return [message for to, message in self.received if address in to]
 
 
+M = TypeVar("M", bound=Mailbox)
+
+
 class _LoopbackController(Controller):
     """Listens on a free port of loopback (port 0), and says which."""
 
@@ -53,8 +56,10 @@ class _LoopbackController(Controller):
 
 
 @contextmanager
-def running_mailbox(mailbox: Mailbox) -> Iterator[Mailbox]:
-    controller = _LoopbackController(mailbox, hostname=mailbox.host, port=0)
+def running_mailbox(mailbox: M, **smtp: Any) -> Iterator[M]:
+    """`mailbox` served on loopback; `smtp` are aiosmtpd's own options (`ssl_context` for TLS
+    from the start, `tls_context` and `require_starttls`, `authenticator`, ...)."""
+    controller = _LoopbackController(mailbox, hostname=mailbox.host, port=0, **smtp)
     controller.start()
     mailbox.port = controller.port
     try:
