@@ -7,7 +7,10 @@ Everything listens on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import email
+import email.policy
 import json
 import os
 import re
@@ -17,11 +20,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from aiosmtpd.controller import Controller
 
 from tests.helpers import poll
 
@@ -269,6 +274,114 @@ class Receiver:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+# -- e-mail ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mail:
+    recipient: str
+    message_id: str
+    subject: str
+
+
+class MailServer:
+    """A loopback SMTP server (aiosmtpd) that keeps what it receives: `up`, or `down` (nothing
+    listens); `hold` keeps the next message's answer back, once its whole content has arrived,
+    until `release`, as a server that has a message while its sender does not know yet (the
+    window in which a sender that dies sends the message again)."""
+
+    def __init__(self) -> None:
+        self.port = 0  # any free port at the first `up`, the same one after
+        self.received: list[Mail] = []
+        self.lock = threading.Lock()
+        self.holding = threading.Event()
+        # Each message held: its sender's port, and what lets its answer go.
+        self.held: list[tuple[int, threading.Event]] = []
+        self._controller: Any = None
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        with self.lock:
+            for recipient in envelope.rcpt_tos:
+                self.received.append(
+                    Mail(recipient, str(message["Message-ID"]), str(message["Subject"]))
+                )
+        if self.holding.is_set():
+            self.holding.clear()
+            released = threading.Event()
+            with self.lock:
+                self.held.append((int(session.peer[1]), released))
+            deadline = time.monotonic() + 30
+            while not released.is_set() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        return "250 Message accepted for delivery"
+
+    def up(self) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            controller = _LoopbackController(self, hostname="127.0.0.1", port=self.port)
+            try:
+                controller.start()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.port = int(controller.port)
+        self._controller = controller
+
+    def down(self) -> None:
+        controller, self._controller = self._controller, None
+        if controller is not None:
+            controller.stop()
+
+    def hold(self) -> None:
+        """Hold the next message's answer."""
+        self.holding.set()
+
+    def held_sender(self) -> int | None:
+        """The port the message held sends from, once one is."""
+        with self.lock:
+            return self.held[-1][0] if self.held else None
+
+    def release(self) -> None:
+        """Answer every message held, and hold no other."""
+        self.holding.clear()
+        with self.lock:
+            held, self.held = self.held, []
+        for _, released in held:
+            released.set()
+
+
+class _LoopbackController(Controller):
+    """Listens on the port asked, or any free one (0), and says which."""
+
+    def _trigger_server(self) -> None:
+        assert self.server is not None
+        self.port = self.server.sockets[0].getsockname()[1]
+        super()._trigger_server()
+
+
+def process_with_port(port: int, pids: Sequence[int]) -> int | None:
+    """Which of `pids` holds the loopback TCP socket whose local port is `port` (from
+    /proc/net/tcp and each process's descriptors)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(fields[9])
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd)
+                    if link.startswith("socket:[") and link[8:-1] in inodes:
+                        return pid
+    return None
 
 
 # -- processes -------------------------------------------------------------------------------------

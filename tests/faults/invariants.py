@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,9 @@ INVARIANTS = {
     "side_effects": "a terminal job has exactly its state's side-effect rows, each completed or "
     "given up",
     "webhook_ids": "one webhook-id per (job, effect) at the receiver, of the job's own event",
+    "mail": "each e-mail destination of an ended job got its announcement (delivered, and "
+    "received by the SMTP server), and every copy of one announcement carries the same "
+    "Message-ID, which names that job and effect alone",
     "stale_worker": "a worker that lost its lease changes no status, writes no row, leaves no "
     "object and no link",
     "download": "a succeeded job's download link gives its object; other jobs get no link",
@@ -99,6 +103,8 @@ class Facts:
     received: list[Any]  # infra.Delivery
     objects: list[StoredObject]  # after the sweep
     object_of_job: dict[int, list[StoredObject]] = field(default_factory=dict)
+    mail_deliveries: list[dict[str, Any]] = field(default_factory=list)  # rows of addresses
+    mails: list[Any] = field(default_factory=list)  # infra.Mail: what the SMTP server got
     orphans: list[str] = field(default_factory=list)
     # job id -> what the API's download gave: the SHA-256 of the file, or the HTTP status
     downloads: dict[int, str | int] = field(default_factory=dict)
@@ -124,6 +130,7 @@ def check_all(facts: Facts, graph: Graph) -> list[Violation]:
         check_swept,
         check_side_effects,
         check_webhook_ids,
+        check_mail,
         check_stale_workers,
         check_downloads,
         check_named_failures,
@@ -298,6 +305,42 @@ def check_webhook_ids(facts: Facts, graph: Graph) -> Iterable[Violation]:
                 f"job {row['job_id']} {row['effect']}: recorded as "
                 f"delivered to {path}, never received",
             )
+
+
+MESSAGE_ID = re.compile(r"<reportexport\.(\d+)\.(\w+)\.[0-9a-f]+@[^>]+>")
+
+
+def check_mail(facts: Facts, graph: Graph) -> Iterable[Violation]:
+    copies: dict[tuple[str, str], list[str]] = defaultdict(list)  # (recipient, id) -> subjects
+    ids: dict[tuple[int, str, str], set[str]] = defaultdict(set)
+    for mail in facts.mails:
+        named = MESSAGE_ID.fullmatch(mail.message_id)
+        if named is None:
+            yield Violation("mail", f"to {mail.recipient}: Message-ID {mail.message_id!r}")
+            continue
+        job_id, effect = int(named.group(1)), named.group(2)
+        ids[(job_id, effect, mail.recipient.lower())].add(mail.message_id)
+        copies[(mail.recipient.lower(), mail.message_id)].append(mail.subject)
+    for (job_id, effect, recipient), seen in sorted(ids.items()):
+        if len(seen) != 1:
+            yield Violation("mail", f"job {job_id} {effect} to {recipient}: ids {sorted(seen)}")
+    for (recipient, message_id), subjects in sorted(copies.items()):
+        if len(set(subjects)) != 1:
+            different = sorted(set(subjects))
+            yield Violation("mail", f"{message_id} to {recipient}: subjects {different}")
+    for row in facts.mail_deliveries:
+        job = facts.jobs.get(row["job_id"])
+        if job is None or job["status"] not in graph.terminal:
+            continue
+        where = f"job {row['job_id']} {row['effect']} to {row['address']}"
+        if row["delivered_at"] is None:
+            yield Violation(
+                "mail",
+                f"{where}: not delivered after {row['attempts']} attempts "
+                f"({row['last_error']}; given up: {row['given_up_at'] is not None})",
+            )
+        elif not ids.get((row["job_id"], row["effect"], row["address"].lower())):
+            yield Violation("mail", f"{where}: recorded as delivered, never received")
 
 
 def check_stale_workers(facts: Facts, graph: Graph) -> Iterable[Violation]:

@@ -51,11 +51,13 @@ from reportexport.store.postgres import PREPARED_PREFIX
 from tests.faults.infra import (
     AWS,
     BIN,
+    MailServer,
     MotoServer,
     Process,
     Receiver,
     RefusingProxy,
     Supervisor,
+    process_with_port,
 )
 from tests.faults.invariants import (
     FIXTURE,
@@ -159,6 +161,13 @@ FAULTS = [
     Fault("webhook_slow", None, "the webhook receiver answers after the sender's timeout"),
     Fault("webhook_down", None, "the webhook receiver stops listening, then comes back"),
     Fault("webhook_gone", None, "the webhook receiver answers 410 Gone for a while"),
+    Fault("smtp_down", None, "the SMTP server stops listening for 20 s, then comes back"),
+    Fault(
+        "kill_effects_sending",
+        None,
+        "SIGKILL an effects runner whose e-mail the SMTP server has whole but has not answered "
+        "yet; restarted",
+    ),
 ]
 FAULT_NAMES = [fault.name for fault in FAULTS]
 BY_NAME = {fault.name: fault for fault in FAULTS}
@@ -213,6 +222,7 @@ SHORT_PLANS = [
     Plan(4, 505, LOCAL, ("db_restart", "local_store_symlink")),
     Plan(5, 606, LOCAL, ("freeze_finish", "local_store_flaky"), pause_after=1),
     Plan(6, 707, S3, ("sqlite_frozen_writer", "s3_flaky"), SQLITE, pause_after=1),
+    Plan(7, 808, LOCAL, ("smtp_down", "kill_effects_sending")),
 ]
 
 
@@ -355,6 +365,7 @@ def clean_environment() -> dict[str, str]:
 
 # -- a run -----------------------------------------------------------------------------------------
 
+MAILBOX = "user@example.com"
 TOKEN_LINE = re.compile(r"created (\w+) '([^']+)'; token \(shown once\): (\S+)")
 CATEGORIES = ["tools", "garden", "kitchen", "toys", "books"]
 COUNTRIES = ["DE", "FR", "US", "JP", "BR", "IN"]
@@ -392,6 +403,7 @@ class Run:
         else:
             self.url = lane.url(self.database)
         self.receiver = Receiver()
+        self.mail = MailServer()
         self.base = ""  # serve's, once it names the port it took
         self.bucket = f"run-{plan.index}-{plan.seed}"
         self.objects_root = directory / "objects"
@@ -402,6 +414,7 @@ class Run:
         self.outages: list[tuple[float, float]] = []  # when the job store took no writes
         self.processes: list[Process] = []
         self.tokens: dict[str, str] = {}
+        self.people: dict[str, str] = {}  # role -> the demo person's name
         self.endpoints: dict[int, str] = {}
         self.errors: list[str] = []
         self.stuck: dict[int, str] = {}  # jobs the watchdog saw running long past their lease
@@ -446,7 +459,13 @@ class Run:
             "MAX_EXPORTS_PER_MINUTE": "1000",
             "EFFECTS_BATCH": "2",
             "EFFECTS_CLAIM_SECONDS": "20",
-            "EFFECTS_MAX_ATTEMPTS": "4",
+            # Six attempts span 77 s at least: an SMTP server away for 20 s loses nothing.
+            "EFFECTS_MAX_ATTEMPTS": "6",
+            "SMTP_HOST": "127.0.0.1",
+            "SMTP_PORT": str(self.mail.port),
+            "SMTP_SECURITY": "none",
+            "SMTP_FROM": "reports@example.com",
+            "SMTP_TIMEOUT_SECONDS": "5",
             "PAUSE_AFTER_FAILURES": str(self.plan.pause_after),
         }
         return {**clean_environment(), **{f"REPORTEXPORT_{k}": v for k, v in settings.items()}}
@@ -470,6 +489,7 @@ class Run:
         else:
             self.objects_root.mkdir(parents=True)
         self.receiver.up()
+        self.mail.up()
         env = self.environment()
         # serve's own effects runner names download links with the default public URL: its
         # port is known only once it runs. No invariant reads a webhook's download_url.
@@ -494,6 +514,12 @@ class Run:
             found = TOKEN_LINE.search(line)
             if found:
                 self.tokens[found.group(1)] = found.group(3)
+                self.people[found.group(1)] = found.group(2)
+        # The user's exports are announced by e-mail too: an address, and "every export".
+        person = self.people["user"]
+        subprocess.run([str(BIN / "reportexport"), "users", "email", person, MAILBOX],
+                       env=env, cwd=self.directory, check=True, capture_output=True,
+                       timeout=60)  # fmt: skip
         with self.client() as client:
             for token, path, everyone in (
                 ("user", "/hooks/user", False),
@@ -506,6 +532,12 @@ class Run:
                 )
                 answer.raise_for_status()
                 self.endpoints[int(answer.json()["id"])] = path
+            answer = client.put(
+                f"/api/people/{person}/notify-always",
+                json={"notify_always": True},
+                headers=self.auth("user"),
+            )
+            answer.raise_for_status()
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.base, timeout=15)
@@ -955,6 +987,37 @@ class Run:
         finally:
             self.receiver.up()
 
+    def _smtp_down(self, rng: random.Random) -> None:
+        self.mail.down()
+        try:
+            time.sleep(20.0)
+        finally:
+            self.mail.up()
+
+    def _kill_effects_sending(self, rng: random.Random) -> None:
+        """Hold the SMTP server's answer to a message it has whole until the effects runner
+        that sent it is killed (serve's own runner is let go, and the next message held)."""
+        deadline = time.monotonic() + 40
+        victim = None
+        while victim is None:
+            self.mail.hold()
+            try:
+                port = poll(self.mail.held_sender, max(0.0, deadline - time.monotonic()))
+                if port is None:
+                    raise MissedError("no e-mail was sent by an effects process")
+                runners = {p.pid: p for p in self.processes if p.kind == "effects" and p.alive()}
+                pid = process_with_port(port, list(runners))
+                if pid is not None:
+                    victim = runners[pid]
+                    self.event(f"SIGKILL {victim.name} (pid {pid}) while its e-mail is held")
+                    victim.held = True
+                    victim.signal(signal.SIGKILL)
+                    assert victim.popen is not None
+                    victim.popen.wait()
+            finally:
+                self.mail.release()
+        self._restart_later(victim, rng)
+
     # -- draining, stopping, sweeping --------------------------------------------------------------
 
     def _open_effects(self, tries: float = 60) -> list[dict[str, Any]]:
@@ -1132,6 +1195,7 @@ class Run:
         for row in sql(self.url, "SELECT * FROM job_side_effects ORDER BY job_id, id"):
             effects.setdefault(row["job_id"], []).append(row)
         deliveries = sql(self.url, "SELECT * FROM deliveries WHERE endpoint_id IS NOT NULL")
+        mail_deliveries = sql(self.url, "SELECT * FROM deliveries WHERE address IS NOT NULL")
         store = self.direct_store()
         listed = list(store.list_objects())
         by_job: dict[int, list[StoredObject]] = {}
@@ -1152,6 +1216,8 @@ class Run:
             frozen = {worker: set(ids) for worker, ids in self.frozen.items()}
         with self.receiver.lock:
             received = list(self.receiver.deliveries)
+        with self.mail.lock:
+            mails = list(self.mail.received)
         return Facts(
             jobs=jobs,
             history=history,
@@ -1159,6 +1225,8 @@ class Run:
             deliveries=deliveries,
             endpoints=self.endpoints,
             received=received,
+            mail_deliveries=mail_deliveries,
+            mails=mails,
             objects=[s for stored in by_job.values() for s in stored],
             object_of_job=by_job,
             orphans=orphans,
@@ -1213,6 +1281,7 @@ class Run:
         given = self.downloads(jobs)
         self.stop_processes(("serve",))
         self.receiver.down()
+        self.mail.down()
         facts = self.facts(given, drained, silent)
         violations = check_all(facts, load_fixture())
         outcomes: Counter[str] = Counter(
@@ -1225,6 +1294,9 @@ class Run:
             for i in ids
             if facts.jobs[i]["error_code"] == "lease_expired"
         )
+        copies = Counter((mail.recipient.lower(), mail.message_id) for mail in facts.mails)
+        self.notes["e-mails received"] += len(copies)
+        self.notes["e-mails received again (same Message-ID)"] += sum(copies.values()) - len(copies)
         self.notes["side effects given up"] += sum(
             1 for rows in facts.side_effects.values() for r in rows if r["given_up_at"]
         )
@@ -1237,6 +1309,7 @@ class Run:
             if process.alive():
                 process.stop(timeout=10)
         self.receiver.down()
+        self.mail.down()
         if self.plan.database == POSTGRES:
             with contextlib.suppress(Exception):
                 sql(

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from reportexport.store import Outcome, open_database
+from tests.faults.infra import Mail
 from tests.faults.invariants import (
     Facts,
     StoredObject,
@@ -167,6 +168,48 @@ def test_a_side_effect_neither_done_nor_given_up_is_caught() -> None:
         side_effects={1: [effect("delete_temp_object", "canceled", completed_at=None)]},
     )
     assert invariants_broken(facts) == {"side_effects"}
+
+
+def mailed_job(**delivery: object) -> dict[str, object]:
+    """Facts of a failed job announced to one address, with that delivery's row as given."""
+    row = {"job_id": 1, "effect": "emit_failed_webhook", "address": "user@example.com",
+           "delivered_at": "now", "given_up_at": None, "attempts": 1, "last_error": None,
+           **delivery}  # fmt: skip
+    return {
+        "jobs": {1: job(1, "failed", error_code="query_error")},
+        "history": {1: [step("queued", "running", "worker"), step("running", "failed", "worker")]},
+        "side_effects": {1: [effect("emit_failed_webhook", "failed")]},
+        "mail_deliveries": [row],
+    }
+
+
+def mail(message_id: str, subject: str = "Orders — failed") -> Mail:
+    return Mail("User@example.com", message_id, subject)
+
+
+ID_1 = "<reportexport.1.emit_failed_webhook.0123456789abcdef@example.com>"
+
+
+def test_an_email_sent_twice_with_one_message_id_breaks_nothing() -> None:
+    facts = facts_of(**mailed_job(), mails=[mail(ID_1), mail(ID_1)])
+    assert invariants_broken(facts) == set()
+
+
+@pytest.mark.parametrize(
+    ("delivery", "mails"),
+    [
+        ({}, []),  # recorded as delivered, never received
+        ({"delivered_at": None, "given_up_at": "now", "attempts": 6}, []),  # lost
+        ({}, [mail(ID_1), mail(ID_1.replace("0123", "9999"))]),  # a copy with another id
+        ({}, [mail(ID_1), mail(ID_1, subject="Orders — ready")]),  # one id, two messages
+        ({}, [mail(ID_1), mail("<a-made-up-id@example.com>")]),  # an id naming no job
+    ],
+)
+def test_an_email_lost_or_resent_under_another_id_is_caught(
+    delivery: dict[str, object], mails: list[Mail]
+) -> None:
+    facts = facts_of(**mailed_job(**delivery), mails=mails)
+    assert invariants_broken(facts) == {"mail"}
 
 
 def test_rows_are_counted_as_csv_records_not_lines() -> None:
