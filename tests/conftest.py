@@ -31,6 +31,7 @@ from tests.helpers import (
 from tests.postgres_server import (
     DEFAULT_URL,
     SEARCH,
+    Clones,
     PostgresServer,
     find_postgres,
     require_postgres,
@@ -108,24 +109,38 @@ def postgres_server() -> Iterator[PostgresServer | None]:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def clones(postgres_server: PostgresServer | None) -> Iterator[Clones | None]:
+    """Copies of this worker's template, made ahead of the tests that take them."""
+    if postgres_server is None:
+        yield None
+        return
+    made = Clones(postgres_server, f"reportexport_t_{worker_name()}_{os.getpid()}")
+    yield made
+    made.close()
+
+
 @pytest.fixture
-def postgres_url(postgres_server: PostgresServer | None) -> Iterator[str]:
+def postgres_url(postgres_server: PostgresServer | None, clones: Clones | None) -> Iterator[str]:
     """A fresh, upgraded PostgreSQL database for one test."""
     server = require_postgres(postgres_server)
-    name = f"reportexport_t_{worker_name()}_{next(_counter)}_{uuid.uuid4().hex[:6]}"
-    server.execute(f"CREATE DATABASE {name} TEMPLATE {server.template}")
+    assert clones is not None
+    name = clones.take()
     yield server.url_for(name)
-    server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    clones.give_back(name)
 
 
 @pytest.fixture
-def empty_postgres_url(postgres_server: PostgresServer | None) -> Iterator[str]:
+def empty_postgres_url(
+    postgres_server: PostgresServer | None, clones: Clones | None
+) -> Iterator[str]:
     """A PostgreSQL database with no schema at all."""
     server = require_postgres(postgres_server)
+    assert clones is not None
     name = f"reportexport_e_{worker_name()}_{next(_counter)}_{uuid.uuid4().hex[:6]}"
     server.execute(f"CREATE DATABASE {name}")
     yield server.url_for(name)
-    server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    clones.give_back(name)  # dropped by the clones' thread, while the next tests run
 
 
 @pytest.fixture(params=BACKENDS)

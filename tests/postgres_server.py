@@ -7,12 +7,16 @@ cluster made with initdb/pg_ctl in a temporary directory. None when nothing work
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import pwd
+import queue
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,6 +190,66 @@ class PostgresServer:
     def execute(self, statement: str) -> None:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(statement.encode())
+
+
+class Clones:
+    """Databases made from a template ahead of the tests that take them. Making one
+    (`CREATE DATABASE ... TEMPLATE`) takes 0.4-0.5 s, most of it the server writing the copy: a
+    thread keeps `ahead` of them ready, so that this happens while other tests run; and drops
+    each database a test gave back, so that its teardown does not wait for that either."""
+
+    def __init__(self, server: PostgresServer, prefix: str, ahead: int = 2) -> None:
+        self.server = server
+        self.prefix = prefix
+        self._ready: queue.Queue[str | BaseException] = queue.Queue()
+        self._spent: queue.Queue[str | None] = queue.Queue()
+        self._room = threading.Semaphore(ahead)
+        self._stopping = threading.Event()
+        self._names = itertools.count()
+        self._maker = threading.Thread(target=self._make, name="clones-maker", daemon=True)
+        self._dropper = threading.Thread(target=self._drop, name="clones-dropper", daemon=True)
+        self._maker.start()
+        self._dropper.start()
+
+    def take(self) -> str:
+        """A fresh copy of the template, for one test."""
+        made = self._ready.get(timeout=120)
+        self._room.release()
+        if isinstance(made, BaseException):
+            raise RuntimeError(f"no database made from {self.server.template}") from made
+        return made
+
+    def give_back(self, name: str) -> None:
+        """Drop the database `name` (one of these, or any other a test is done with)."""
+        self._spent.put(name)
+
+    def close(self) -> None:
+        self._stopping.set()
+        self._room.release()
+        self._maker.join(timeout=120)
+        while not self._ready.empty():
+            made = self._ready.get()
+            if isinstance(made, str):
+                self._spent.put(made)
+        self._spent.put(None)
+        self._dropper.join(timeout=120)
+
+    def _make(self) -> None:
+        while True:
+            self._room.acquire()
+            if self._stopping.is_set():
+                return
+            name = f"{self.prefix}_{next(self._names)}_{uuid.uuid4().hex[:6]}"
+            try:
+                self.server.execute(f"CREATE DATABASE {name} TEMPLATE {self.server.template}")
+            except Exception as exc:  # the test that takes it says so
+                self._ready.put(exc)
+            else:
+                self._ready.put(name)
+
+    def _drop(self) -> None:
+        while (name := self._spent.get()) is not None:
+            self.server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 # How the session's PostgreSQL was found, for the message of a test that cannot run without it.
