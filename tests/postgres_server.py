@@ -206,6 +206,7 @@ class Clones:
         self._room = threading.Semaphore(ahead)
         self._stopping = threading.Event()
         self._names = itertools.count()
+        self._failed_drops: list[str] = []
         self._maker = threading.Thread(target=self._make, name="clones-maker", daemon=True)
         self._dropper = threading.Thread(target=self._drop, name="clones-dropper", daemon=True)
         self._maker.start()
@@ -233,6 +234,8 @@ class Clones:
                 self._spent.put(made)
         self._spent.put(None)
         self._dropper.join(timeout=120)
+        if self._failed_drops:
+            raise RuntimeError("databases not dropped: " + "; ".join(self._failed_drops))
 
     def _make(self) -> None:
         while True:
@@ -249,7 +252,10 @@ class Clones:
 
     def _drop(self) -> None:
         while (name := self._spent.get()) is not None:
-            self.server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            try:
+                self.server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            except Exception as exc:  # said at the end of the session; the others still go
+                self._failed_drops.append(f"{name}: {exc}")
 
 
 # How the session's PostgreSQL was found, for the message of a test that cannot run without it.

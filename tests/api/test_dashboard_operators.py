@@ -322,6 +322,8 @@ def test_an_announcement_complete_with_a_disabled_destination_says_which_gave_up
     assert table is not None
     assert f"webhook endpoint {endpoint.id} <span" in table.group(0)
     assert "disabled (removed by olga)" in table.group(0)
+    (cells,) = [r.count("<td ") for r in re.findall(r"<tr><td .*?</tr>", table.group(0), re.S)]
+    assert cells == table.group(0).count('<th scope="col"')  # one destination cell, no more
 
 
 def test_the_job_page_names_a_chat_channel_destination(dash: Any) -> None:
@@ -335,6 +337,7 @@ def test_the_job_page_names_a_chat_channel_destination(dash: Any) -> None:
     assert table is not None
     (row,) = re.findall(r"<tr><td data-label=\"Effect\">.*?</tr>", table.group(0), re.S)
     assert f'data-label="Destination">chat channel {channel.id}</td>' in row
+    assert row.count("<td ") == table.group(0).count('<th scope="col"') == 7
 
 
 def test_revoking_a_token_from_the_page_ends_that_persons_session(dash: Any) -> None:

@@ -300,6 +300,9 @@ class MailServer:
         # Each message held: its sender's port, and what lets its answer go.
         self.held: list[tuple[int, threading.Event]] = []
         self._controller: Any = None
+        # While down, the port stays bound without listening (a connection is refused), so
+        # that no other socket takes it before `up` (it is in the ephemeral range).
+        self._placeholder: socket.socket | None = None
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
@@ -308,17 +311,22 @@ class MailServer:
                 self.received.append(
                     Mail(recipient, str(message["Message-ID"]), str(message["Subject"]))
                 )
-        if self.holding.is_set():
-            self.holding.clear()
-            released = threading.Event()
-            with self.lock:
+        released = None
+        with self.lock:
+            if self.holding.is_set():
+                self.holding.clear()
+                released = threading.Event()
                 self.held.append((int(session.peer[1]), released))
+        if released is not None:
             deadline = time.monotonic() + 30
             while not released.is_set() and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
         return "250 Message accepted for delivery"
 
     def up(self) -> None:
+        if self._placeholder is not None:
+            self._placeholder.close()
+            self._placeholder = None
         deadline = time.monotonic() + 30
         while True:
             controller = _LoopbackController(self, hostname="127.0.0.1", port=self.port)
@@ -336,6 +344,11 @@ class MailServer:
         controller, self._controller = self._controller, None
         if controller is not None:
             controller.stop()
+            placeholder = socket.socket()
+            placeholder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            with contextlib.suppress(OSError):
+                placeholder.bind(("127.0.0.1", self.port))
+            self._placeholder = placeholder
 
     def hold(self) -> None:
         """Hold the next message's answer."""
@@ -348,8 +361,8 @@ class MailServer:
 
     def release(self) -> None:
         """Answer every message held, and hold no other."""
-        self.holding.clear()
         with self.lock:
+            self.holding.clear()
             held, self.held = self.held, []
         for _, released in held:
             released.set()
