@@ -350,6 +350,13 @@ class MailServer:
                 placeholder.bind(("127.0.0.1", self.port))
             self._placeholder = placeholder
 
+    def stop(self) -> None:
+        """Down for good: nothing listens, and the port is let go."""
+        self.down()
+        if self._placeholder is not None:
+            self._placeholder.close()
+            self._placeholder = None
+
     def hold(self) -> None:
         """Hold the next message's answer."""
         self.holding.set()

@@ -1281,7 +1281,7 @@ class Run:
         given = self.downloads(jobs)
         self.stop_processes(("serve",))
         self.receiver.down()
-        self.mail.down()
+        self.mail.stop()
         facts = self.facts(given, drained, silent)
         violations = check_all(facts, load_fixture())
         outcomes: Counter[str] = Counter(
@@ -1309,7 +1309,7 @@ class Run:
             if process.alive():
                 process.stop(timeout=10)
         self.receiver.down()
-        self.mail.down()
+        self.mail.stop()
         if self.plan.database == POSTGRES:
             with contextlib.suppress(Exception):
                 sql(
