@@ -578,13 +578,10 @@ class Runtime:
 
     def first_people(self) -> list[FirstPerson]:
         """A first operator and a first user on a store without people; tokens shown once."""
-        if self.people.list():
-            return []
-        made = []
-        for name, role in (("operator", "operator"), (self.settings.owner, "user")):
-            user, token = self.people.add(name, role)
-            made.append(FirstPerson(name=user.name, role=user.role, token=token))
-        return made
+        first = {"operator": "operator"}
+        first.setdefault(self.settings.owner, "user")
+        made = self.database.users.add_first_users(list(first.items()))
+        return [FirstPerson(name=user.name, role=user.role, token=token) for user, token in made]
 
     def sweep(self, *, dry_run: bool) -> SweepReport:
         from reportexport.runners.sweeper import sweep

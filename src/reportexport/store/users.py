@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from datetime import datetime
 
 from reportexport.core.records import KINDS, ROLES, AuditEntry, ListedPerson, PeoplePage, User
@@ -49,6 +50,30 @@ class Users:
         if row is None:
             raise StoreError("the database returned no user row")
         return self._user(row), token
+
+    def add_first_users(self, people: Sequence[tuple[str, str]]) -> list[tuple[User, str]]:
+        """`people` (names and roles) made together on a store that has nobody, with their
+        tokens; nobody when it has someone, or when another process made its first people at the
+        same time (both saw an empty store: one insert waits for the other's, then finds the
+        name taken, and its whole transaction goes)."""
+        made: list[tuple[Row, str]] = []
+        try:
+            with self.driver.write() as session:
+                if session.row("any_user") is not None:
+                    return []
+                for name, role in people:
+                    token = "rxp_" + secrets.token_urlsafe(32)
+                    params = {"name": name, "role": role, "token_hash": token_hash(token),
+                              "kind": "person"}  # fmt: skip
+                    row = session.row("add_user", params)
+                    if row is None:
+                        raise StoreError("the database returned no user row")
+                    made.append((row, token))
+        except UniqueViolationError as exc:
+            if exc.table == "users":
+                return []
+            raise
+        return [(self._user(row), token) for row, token in made]
 
     def user_by_token(self, token: str) -> User | None:
         """The person a token belongs to, unless it was revoked."""

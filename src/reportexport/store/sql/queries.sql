@@ -429,6 +429,10 @@ SELECT count(*) AS delivered FROM deliveries
 INSERT INTO users (name, role, token_hash, kind) VALUES (:name, :role, :token_hash, :kind)
 RETURNING *;
 
+-- any_user --
+-- Whether the store has anyone at all (a first run makes its first people when not).
+SELECT id FROM users LIMIT 1;
+
 -- user_by_token_hash --
 -- The person a token belongs to, unless the token or the person was revoked or suspended.
 SELECT * FROM users
