@@ -74,6 +74,11 @@ QUERY_LINKS = {
         "operationId": "person_access",
         "parameters": {"person": "$response.body#/owner"},
     },
+    "NotifyOwnerAlways": {
+        "operationId": "set_notify_always",
+        "description": "An e-mail to the owner when any of their exports ends (or no more)",
+        "parameters": {"person": "$response.body#/owner"},
+    },
     "ScheduleThis": {
         "operationId": "create_schedule",
         "description": "The same export every day at 08:00 UTC",
