@@ -46,8 +46,8 @@ class Mailbox:
 M = TypeVar("M", bound=Mailbox)
 
 
-class _LoopbackController(Controller):
-    """Listens on a free port of loopback (port 0), and says which."""
+class LoopbackController(Controller):
+    """Listens on the port asked, or any free one (0), and says which."""
 
     def _trigger_server(self) -> None:
         assert self.server is not None
@@ -59,7 +59,7 @@ class _LoopbackController(Controller):
 def running_mailbox(mailbox: M, **smtp: Any) -> Iterator[M]:
     """`mailbox` served on loopback; `smtp` are aiosmtpd's own options (`ssl_context` for TLS
     from the start, `tls_context` and `require_starttls`, `authenticator`, ...)."""
-    controller = _LoopbackController(mailbox, hostname=mailbox.host, port=0, **smtp)
+    controller = LoopbackController(mailbox, hostname=mailbox.host, port=0, **smtp)
     controller.start()
     mailbox.port = controller.port
     try:

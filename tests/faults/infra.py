@@ -26,8 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from aiosmtpd.controller import Controller
-
+from tests.effects.smtp_server import LoopbackController
 from tests.helpers import poll
 
 AWS = {
@@ -329,7 +328,7 @@ class MailServer:
             self._placeholder = None
         deadline = time.monotonic() + 30
         while True:
-            controller = _LoopbackController(self, hostname="127.0.0.1", port=self.port)
+            controller = LoopbackController(self, hostname="127.0.0.1", port=self.port)
             try:
                 controller.start()
                 break
@@ -373,15 +372,6 @@ class MailServer:
             held, self.held = self.held, []
         for _, released in held:
             released.set()
-
-
-class _LoopbackController(Controller):
-    """Listens on the port asked, or any free one (0), and says which."""
-
-    def _trigger_server(self) -> None:
-        assert self.server is not None
-        self.port = self.server.sockets[0].getsockname()[1]
-        super()._trigger_server()
 
 
 def process_with_port(port: int, pids: Sequence[int]) -> int | None:
