@@ -362,7 +362,9 @@ class Runtime:
     @functools.cached_property
     def people(self) -> PeopleService:
         return PeopleService(
-            users=self.database.users, email_domains=self.settings.email_domain_list
+            users=self.database.users,
+            email_domains=self.settings.email_domain_list,
+            link_secret=self.link_secret,
         )
 
     @functools.cached_property
@@ -490,6 +492,8 @@ class Runtime:
             email_daily_cap=settings.email_daily_cap,
             channels=self.database.channels,
             chat_hosts=settings.chat_host_list,
+            users=self.database.users,
+            link_secret=self.link_secret,
         )
         try:
             return EffectsRunner(

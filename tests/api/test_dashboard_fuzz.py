@@ -24,6 +24,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from reportexport.core.links import sign_unsubscribe
 from reportexport.objects import ObjectStore
 from reportexport.services.exports import Acting
 from reportexport.store import Database
@@ -297,8 +298,12 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
     runtime.webhooks.add(olga, "https://hooks.example.com/exports", owner="alice")
     runtime.access.create_group(olga, "finance")
     runtime.access.add_member(olga, "finance", "alice")
+    # Alice has an e-mail whenever an export ends: the link that stops it opens a form.
+    runtime.people.set_email("alice", "alice@example.com", by=olga)
+    runtime.people.set_notify_always("alice", True, by=olga)
+    unsubscribe = f"/unsubscribe/{sign_unsubscribe(runtime.link_secret, 'alice')}"
     with TestClient(runtime.app()) as client:
-        yield {"client": client, "tokens": tokens, "stopped": stopped}
+        yield {"client": client, "tokens": tokens, "stopped": stopped, "unsubscribe": unsubscribe}
 
 
 class Sender:
@@ -397,7 +402,7 @@ def test_every_field_of_every_form_survives_hostile_values(
     posts = dashboard_routes(client.app, "POST")
     starts = [r.path for r in dashboard_routes(client.app, "GET") if "{" not in r.path]
     olga = sign_in(client, site["tokens"]["olga"])
-    found = [(f, None) for f in crawl(client, None, ["/sign-in"])]
+    found = [(f, None) for f in crawl(client, None, ["/sign-in", site["unsubscribe"]])]
     found += [(f, olga) for f in crawl(client, olga, starts)]
     reached = {route_of(posts, form.action) for form, _ in found}
     assert {r.path for r in posts} - reached == set(), "no page shows a form for these"

@@ -1,7 +1,8 @@
 """Every dashboard route is guarded by its router: signed in (a live page's data: 401 instead
 of the sign-in page), an operator for the operators' pages, and this session's CSRF token on
-every form. Only signing in, the lifecycle, the API's documentation and the static files are
-open. A route added without its guard fails `test_every_dashboard_route_is_guarded`."""
+every form. Only signing in, the lifecycle, the API's documentation, an e-mail's signed
+unsubscribe link and the static files are open. A route added without its guard fails
+`test_every_dashboard_route_is_guarded`."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ OPEN = {
     ("GET", "/"), ("GET", "/sign-in"), ("POST", "/sign-in"), ("GET", "/lifecycle"),
     ("GET", "/docs"), ("GET", "/redoc"), ("GET", "/favicon.ico"), ("GET", "/sign-in/company"),
     ("GET", "/sign-in/company/callback"),
+    # An e-mail's unsubscribe link: its signature allows it (RFC 8058: no session, no token).
+    ("GET", "/unsubscribe/{token}"), ("POST", "/unsubscribe/{token}"),
 }  # fmt: skip
 FEEDS = {"/jobs/events", "/jobs/state", "/schedules/preview"}
 
@@ -212,7 +215,8 @@ def test_a_form_without_the_sessions_token_changes_nothing_and_leads_back(
     olga = as_who(site, "olga")
     before = changes(site)
     posts = [path for m, path, _ in dashboard_routes(client.app) if m == "POST"]
-    assert set(posts) - {"/sign-in"} == set(BACK)
+    # Signing in, and an e-mail's unsubscribe link (its signature allows it), take no session.
+    assert set(posts) - {"/sign-in", "/unsubscribe/{token}"} == set(BACK)
     for path, back in BACK.items():
         fields = {"confirmed": "yes", "saved-query": "products", "category": "toys",
                   "back": "/jobs?status=queued" if path == "/jobs/cancel"

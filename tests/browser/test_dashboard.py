@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,7 +20,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from reportexport.core.links import sign_download
+from reportexport.core.links import sign_download, sign_unsubscribe
 from tests.browser.pages import (
     Watched,
     accessible,
@@ -491,3 +493,25 @@ def test_signing_out_ends_the_session(watched: Watched, service: dict[str, Any])
     cookies = {c["name"]: c for c in page.context.cookies()}
     assert "rx_session" not in cookies
     assert json.dumps(cookies).count(service["tokens"]["demo"]) == 0
+
+
+def test_an_emails_unsubscribe_link_asks_first_then_stops_the_emails(
+    watched: Watched, service: dict[str, Any]
+) -> None:
+    """The one-click link of an e-mail opened in a browser, signed out: a page that changes
+    nothing until its button is pressed, then says the e-mails stopped; both pass axe."""
+    name = f"carol-{watched.viewport}"
+    for command in (["users", "add", name], ["users", "email", name, f"{name}@example.com"],
+                    ["users", "notify-always", name, "on"]):  # fmt: skip
+        subprocess.run([sys.executable, "-m", "reportexport", *command], env=service["env"],
+                       check=True, capture_output=True)  # fmt: skip
+    secret = (service["home"] / "link-secret").read_text().strip().encode()
+    page = watched.page
+    page.goto(f"/unsubscribe/{sign_unsubscribe(secret, name)}")
+    page.wait_for_selector("#unsubscribe")
+    accessible(page)
+    page.click("#unsubscribe")
+    page.wait_for_selector("#unsubscribed")
+    assert f"{name} no longer gets an e-mail" in page.text_content("#unsubscribed")
+    accessible(page)
+    shot(watched, "unsubscribed")

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from reportexport.core.links import verify_unsubscribe
 from reportexport.mail.message import Announcement, build_message, one_line, subject
 from reportexport.mail.smtp import SmtpServer
 from reportexport.objects import ObjectStore
@@ -332,6 +333,38 @@ def test_an_owner_who_asked_for_every_export_gets_one_email(
     assert len(mailbox.received) == 1
     (delivery,) = db.deliveries.job_deliveries(job_id)
     assert (delivery.address, delivery.delivered_at is not None) == (alice, True)
+
+
+def test_an_email_for_every_export_carries_a_one_click_unsubscribe_link(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """RFC 8058: `List-Unsubscribe` names a signed link of the dashboard's public URL, and
+    `List-Unsubscribe-Post` says one POST is enough; both parts say it too. An e-mail asked for
+    one export alone has nothing to unsubscribe from."""
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    runner.context.users = db.users
+    runner.context.link_secret = b"link secret"
+    succeeded_job(db, objects, options=ORDERS, parameters=DAY)
+    runner.run_once()
+    (one_off,) = mailbox.messages_to(alice)
+    assert one_off["List-Unsubscribe"] is None
+    assert one_off["List-Unsubscribe-Post"] is None
+    assert "Stop these e-mails" not in parts(one_off)[0]
+    assert db.users.set_notify_always("alice", True)
+    succeeded_job(db, objects, options={"title": "Orders of one day"}, parameters=DAY)
+    runner.run_once()
+    _, message = mailbox.messages_to(alice)
+    link = message["List-Unsubscribe"]
+    assert link.startswith("<http://127.0.0.1:8000/unsubscribe/")
+    assert link.endswith(">")
+    url = link[1:-1]
+    assert verify_unsubscribe(b"link secret", url.rsplit("/", 1)[1]) == "alice"
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    text, markup = parts(message)
+    assert f"Stop these e-mails: {url}" in text
+    assert f'<a href="{url}">Stop these e-mails</a>' in markup
+    assert "whenever one of your exports ends" in text
 
 
 def test_past_the_daily_cap_an_address_is_given_up_alone_until_a_day_has_passed(

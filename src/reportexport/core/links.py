@@ -1,4 +1,5 @@
-"""Signed, expiring download links for objects the service serves itself (the local store)."""
+"""Signed links: expiring download links for objects the service serves itself (the local
+store), and the one-click unsubscribe links of e-mails (RFC 8058), which do not expire."""
 
 from __future__ import annotations
 
@@ -45,6 +46,36 @@ def verify_download(secret: bytes, token: str, *, now: float | None = None) -> t
     if (time.time() if now is None else now) > expires:
         raise LinkError("download link has expired", expired=True)
     return key, file_name
+
+
+# What an unsubscribe link's signature covers before its body: a download link's signature (the
+# same secret) never fits one, nor the reverse.
+UNSUBSCRIBE = b"reportexport unsubscribe\x00"
+
+
+def sign_unsubscribe(secret: bytes, person: str) -> str:
+    """A token that stops the e-mails `person` gets when any of their exports ends."""
+    body = json.dumps({"u": person}, separators=(",", ":")).encode()
+    mac = hmac.new(secret, UNSUBSCRIBE + body, hashlib.sha256).digest()
+    return _b64(body) + "." + _b64(mac)
+
+
+def verify_unsubscribe(secret: bytes, token: str) -> str:
+    """The person a valid unsubscribe token names; LinkError otherwise."""
+    try:
+        body_text, mac_text = token.split(".", 1)
+        body, mac = _unb64(body_text), _unb64(mac_text)
+    except (ValueError, UnicodeError):
+        raise LinkError("malformed unsubscribe link") from None
+    if not hmac.compare_digest(mac, hmac.new(secret, UNSUBSCRIBE + body, hashlib.sha256).digest()):
+        raise LinkError("unsubscribe link signature does not match")
+    try:
+        person = json.loads(body)["u"]
+    except (ValueError, TypeError, KeyError):
+        raise LinkError("malformed unsubscribe link") from None
+    if not isinstance(person, str):
+        raise LinkError("malformed unsubscribe link")
+    return person
 
 
 def _b64(data: bytes) -> str:

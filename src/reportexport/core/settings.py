@@ -49,7 +49,10 @@ class Settings:
         default="", metadata=_about("object store: file:///dir or s3://bucket/prefix?...")
     )
     link_secret: str = field(
-        default="", metadata=_about("signs local download links (default: a file in home)")
+        default="",
+        metadata=_about(
+            "signs local download links and e-mails' unsubscribe links (default: a file in home)"
+        ),
     )
     graph: Path = field(
         default=Path(),

@@ -7,7 +7,9 @@ message) is escaped for HTML in the HTML part, and reduced to one line of printa
 header (a newline in a parameter value cannot start a header of its own). The `Message-ID` is
 the same for every copy of one announcement to one address, so a copy sent again after a
 runner died before recording the first is recognisable. No tracking: no images, no links but
-the one to the job's page on the dashboard.
+the one to the job's page on the dashboard and, in an e-mail sent because its owner asked for
+one whenever an export ends, the one-click unsubscribe link (RFC 8058: `List-Unsubscribe` and
+`List-Unsubscribe-Post`, a signed link that a mail provider may POST to).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Announcement:
     rows: int | None = None
     file_name: str | None = None
     reason: str | None = None  # why it failed, in words
+    # Sent because the owner asked for an e-mail whenever an export ends: the link that stops it.
+    unsubscribe_url: str | None = None
 
 
 def is_mailbox(address: str) -> bool:
@@ -102,6 +106,9 @@ def build_message(
         announcement.job_id, announcement.effect, recipient, one_line(domain)
     )
     message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no automatic replies
+    if announcement.unsubscribe_url is not None:  # RFC 8058: one click, no page to go through
+        message["List-Unsubscribe"] = f"<{one_line(announcement.unsubscribe_url, 2000)}>"
+        message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     message.set_content(_text(announcement))
     message.add_alternative(_html(announcement), subtype="html")
     return message
@@ -134,9 +141,17 @@ def _text(announcement: Announcement) -> str:
         "",
         f"Open it: {announcement.job_url}",
         "",
-        "You asked to be told by e-mail when this export ends.",
+        _why(announcement),
     ]
+    if announcement.unsubscribe_url is not None:
+        lines.append(f"Stop these e-mails: {announcement.unsubscribe_url}")
     return "\n".join(lines) + "\n"
+
+
+def _why(announcement: Announcement) -> str:
+    if announcement.unsubscribe_url is not None:
+        return "You asked to be told by e-mail whenever one of your exports ends."
+    return "You asked to be told by e-mail when this export ends."
 
 
 def _html(announcement: Announcement) -> str:
@@ -150,6 +165,13 @@ def _html(announcement: Announcement) -> str:
         f"<p>{e(_headline(announcement))}</p>\n"
         f"<table>{rows}</table>\n"
         f'<p><a href="{e(announcement.job_url, quote=True)}">Open the export</a></p>\n'
-        "<p>You asked to be told by e-mail when this export ends.</p>\n"
+        f"<p>{e(_why(announcement))}{_stop(announcement)}</p>\n"
         "</body></html>\n"
     )
+
+
+def _stop(announcement: Announcement) -> str:
+    if announcement.unsubscribe_url is None:
+        return ""
+    href = html.escape(announcement.unsubscribe_url, quote=True)
+    return f' <a href="{href}">Stop these e-mails</a>.'

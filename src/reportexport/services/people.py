@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from reportexport.core.links import LinkError, verify_unsubscribe
 from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
 from reportexport.core.settings import default, host_names
 from reportexport.core.text import unsafe_text
@@ -39,10 +40,12 @@ class PeopleService:
         users: Users,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         email_domains: Sequence[str] = host_names(default("email_domains")),
+        link_secret: bytes | None = None,
     ) -> None:
         self.users = users
         self.clock = clock
         self.email_domains = tuple(email_domains)  # empty: any domain
+        self.link_secret = link_secret  # signs the e-mails' unsubscribe links
 
     def authenticate(self, token: str) -> User | None:
         """The person a bearer token belongs to, unless unknown or revoked."""
@@ -200,6 +203,26 @@ class PeopleService:
                 )
         if not self.users.set_notify_always(name, on, audit=audit):
             raise NotFoundError(f"no person {name!r}")
+        found = self.get(name)
+        assert found is not None
+        return found
+
+    def unsubscribed_by_link(self, token: str, *, stop: bool) -> User:
+        """The person an e-mail's unsubscribe link names (RFC 8058), their e-mail whenever an
+        export ends turned off with `stop`; NotFoundError for a link that is malformed, forged
+        or names no active person. The signature is what allows it: no session, no CSRF token
+        (a mail provider POSTs to it with neither)."""
+        if self.link_secret is None or len(token) > MAX_TOKEN_LENGTH:
+            raise NotFoundError("no such unsubscribe link")
+        try:
+            name = verify_unsubscribe(self.link_secret, token)
+        except LinkError:
+            raise NotFoundError("no such unsubscribe link") from None
+        person = self.get(name)
+        if person is None or person.revoked_at is not None:
+            raise NotFoundError("no such unsubscribe link")
+        if stop and person.notify_always and not self.users.set_notify_always(name, False):
+            raise NotFoundError("no such unsubscribe link")
         found = self.get(name)
         assert found is not None
         return found

@@ -40,6 +40,7 @@ from reportexport.web.dashboard.operators import router as operator_pages
 from reportexport.web.dashboard.pages import download_refused, not_found_page, wants_html
 from reportexport.web.dashboard.routes import router as dashboard
 from reportexport.web.dashboard.schedules import router as schedule_pages
+from reportexport.web.dashboard.unsubscribe import router as unsubscribe
 from reportexport.web.deps import AppParts
 
 DESCRIPTION = """Asynchronous CSV exports of saved queries on a frozen job lifecycle.
@@ -64,6 +65,7 @@ ROUTERS = (
     operator_pages,
     group_pages,
     company_sign_in,
+    unsubscribe,
     docs,
 )
 

@@ -13,7 +13,7 @@ import math
 import random
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -22,6 +22,7 @@ from frozen_lifecycle.graph import Graph
 from reportexport.chat.hosts import chat_host_refusal
 from reportexport.chat.message import chat_message
 from reportexport.core.lifecycle import Effect, is_effect
+from reportexport.core.links import sign_unsubscribe
 from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
 from reportexport.core.settings import default, host_names
 from reportexport.mail.message import (
@@ -36,7 +37,7 @@ from reportexport.mail.smtp import send as send_mail
 from reportexport.objects import ObjectStore
 from reportexport.pipeline.export import verify_published
 from reportexport.runners.effects.backoff import RetryPolicy
-from reportexport.store import ChatChannels, Deliveries, Job, WebhookEndpoints
+from reportexport.store import ChatChannels, Deliveries, Job, Users, WebhookEndpoints
 from reportexport.webhooks.resolving import within
 from reportexport.webhooks.sender import send
 from reportexport.webhooks.signing import signed_headers
@@ -105,6 +106,10 @@ class Context:
     # Chat channels, and the only hosts their URLs may name (`chat_hosts`; empty: none).
     channels: ChatChannels | None = None
     chat_hosts: tuple[str, ...] = host_names(default("chat_hosts"))
+    # People (who asked for an e-mail whenever an export ends), and the secret that signs the
+    # link that stops it (None: e-mails carry no unsubscribe link).
+    users: Users | None = None
+    link_secret: bytes | None = None
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -292,8 +297,9 @@ def _to_address(
             f"it may (email_daily_cap = {ctx.email_daily_cap})",
             refused=True,
         )
+    said = announcement(ctx, job, effect, succeeded=event_type == "export.succeeded")
     message = build_message(
-        announcement(ctx, job, effect, succeeded=event_type == "export.succeeded"),
+        replace(said, unsubscribe_url=unsubscribe_url(ctx, job.owner, address)),
         sender=ctx.mail.sender,
         recipient=address,
         sent_at=now,
@@ -301,6 +307,20 @@ def _to_address(
     sent = send_mail(ctx.mail, message, address)
     return Attempt(delivered=sent.delivered, status=sent.code, problem=sent.problem,
                    refused=sent.refused)  # fmt: skip
+
+
+def unsubscribe_url(ctx: Context, owner: str, address: str) -> str | None:
+    """The one-click link that stops `owner`'s e-mails whenever an export ends, when this one
+    goes to their address because they asked for that; None otherwise."""
+    if ctx.users is None or ctx.link_secret is None:
+        return None
+    person = ctx.users.user_by_name(owner)
+    if person is None or not person.notify_always or person.email is None:
+        return None
+    if person.email.lower() != address.lower():
+        return None
+    token = sign_unsubscribe(ctx.link_secret, person.name)
+    return f"{ctx.public_url.rstrip('/')}/unsubscribe/{token}"
 
 
 def _to_channel(

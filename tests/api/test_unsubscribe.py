@@ -1,0 +1,78 @@
+"""An e-mail's one-click unsubscribe link (RFC 8058): a POST without a session or a CSRF token
+stops the e-mails its person gets when any of their exports ends; a GET changes nothing; a link
+that is cut short, changed or signed for something else stops nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from reportexport.core.links import sign_download, sign_unsubscribe
+
+SECRET = b"secret"  # runtime_for's link_secret
+ONE_CLICK = {"List-Unsubscribe": "One-Click"}
+
+
+def alice_notified_always(api: dict[str, Any]) -> None:
+    users = api["db"].users
+    alice = users.user_by_name("alice")
+    users.set_email(alice.id, "alice@example.com")
+    assert users.set_notify_always("alice", True)
+
+
+def notify_always(api: dict[str, Any], name: str) -> bool:
+    return bool(api["db"].users.user_by_name(name).notify_always)
+
+
+def test_a_post_to_the_link_stops_the_emails_without_a_session(api: dict[str, Any]) -> None:
+    alice_notified_always(api)
+    client = api["client"]
+    client.cookies.clear()
+    answer = client.post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice')}", data=ONE_CLICK)
+    assert answer.status_code == 200, answer.text
+    assert "alice</bdi> no longer gets an e-mail" in answer.text
+    assert not notify_always(api, "alice")
+    # Again (a provider retries): the same answer, nothing else changes.
+    again = client.post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice')}", data=ONE_CLICK)
+    assert again.status_code == 200
+    assert not notify_always(api, "alice")
+
+
+def test_opening_the_link_changes_nothing_and_offers_the_button(api: dict[str, Any]) -> None:
+    alice_notified_always(api)
+    token = sign_unsubscribe(SECRET, "alice")
+    page = api["client"].get(f"/unsubscribe/{token}")
+    assert page.status_code == 200
+    assert f'action="/unsubscribe/{token}"' in page.text
+    assert 'name="List-Unsubscribe" value="One-Click"' in page.text
+    assert notify_always(api, "alice")
+
+
+def test_a_link_cut_short_changed_or_signed_for_a_download_stops_nothing(
+    api: dict[str, Any],
+) -> None:
+    alice_notified_always(api)
+    token = sign_unsubscribe(SECRET, "alice")
+    body, mac = token.split(".")
+    bob = sign_unsubscribe(SECRET, "bob").split(".")[0]
+    for wrong in (
+        token[:-3],  # cut short
+        f"{bob}.{mac}",  # another person's name under alice's signature
+        sign_unsubscribe(b"another secret", "alice"),
+        sign_download(SECRET, "some/key", "alice.csv", 3600),
+        body,
+        "%FF%FE",
+        "x" * 500,
+    ):
+        for method in ("GET", "POST"):
+            answer = api["client"].request(method, f"/unsubscribe/{wrong}", data=ONE_CLICK)
+            assert answer.status_code == 404, (wrong, method, answer.text)
+            assert "No such unsubscribe link" in answer.text
+    assert notify_always(api, "alice")
+
+
+def test_a_revoked_persons_link_stops_nothing(api: dict[str, Any]) -> None:
+    alice_notified_always(api)
+    assert api["db"].users.revoke_user("alice", now=datetime.now(UTC))
+    answer = api["client"].post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice')}")
+    assert answer.status_code == 404
