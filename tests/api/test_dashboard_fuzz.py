@@ -301,7 +301,8 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
     # Alice has an e-mail whenever an export ends: the link that stops it opens a form.
     runtime.people.set_email("alice", "alice@example.com", by=olga)
     runtime.people.set_notify_always("alice", True, by=olga)
-    unsubscribe = f"/unsubscribe/{sign_unsubscribe(runtime.link_secret, 'alice')}"
+    token = sign_unsubscribe(runtime.link_secret, "alice", "alice@example.com")
+    unsubscribe = f"/unsubscribe/{token}"
     with TestClient(runtime.app()) as client:
         yield {"client": client, "tokens": tokens, "stopped": stopped, "unsubscribe": unsubscribe}
 

@@ -11,12 +11,13 @@ from reportexport.core.links import sign_download, sign_unsubscribe
 
 SECRET = b"secret"  # runtime_for's link_secret
 ONE_CLICK = {"List-Unsubscribe": "One-Click"}
+ALICE = "alice@example.com"
 
 
 def alice_notified_always(api: dict[str, Any]) -> None:
     users = api["db"].users
     alice = users.user_by_name("alice")
-    users.set_email(alice.id, "alice@example.com")
+    users.set_email(alice.id, ALICE)
     assert users.set_notify_always("alice", True)
 
 
@@ -28,19 +29,30 @@ def test_a_post_to_the_link_stops_the_emails_without_a_session(api: dict[str, An
     alice_notified_always(api)
     client = api["client"]
     client.cookies.clear()
-    answer = client.post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice')}", data=ONE_CLICK)
+    answer = client.post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice', ALICE)}", data=ONE_CLICK)
     assert answer.status_code == 200, answer.text
     assert "alice</bdi> no longer gets an e-mail" in answer.text
     assert not notify_always(api, "alice")
     # Again (a provider retries): the same answer, nothing else changes.
-    again = client.post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice')}", data=ONE_CLICK)
+    again = client.post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice', ALICE)}", data=ONE_CLICK)
     assert again.status_code == 200
     assert not notify_always(api, "alice")
 
 
+def test_the_link_of_a_person_with_the_longest_name_works(api: dict[str, Any]) -> None:
+    name = "a" * 100
+    users = api["db"].users
+    person, _ = users.add_user(name, "user")
+    users.set_email(person.id, ALICE)
+    assert users.set_notify_always(name, True)
+    answer = api["client"].post(f"/unsubscribe/{sign_unsubscribe(SECRET, name, ALICE)}")
+    assert answer.status_code == 200
+    assert not notify_always(api, name)
+
+
 def test_opening_the_link_changes_nothing_and_offers_the_button(api: dict[str, Any]) -> None:
     alice_notified_always(api)
-    token = sign_unsubscribe(SECRET, "alice")
+    token = sign_unsubscribe(SECRET, "alice", ALICE)
     page = api["client"].get(f"/unsubscribe/{token}")
     assert page.status_code == 200
     assert f'action="/unsubscribe/{token}"' in page.text
@@ -52,13 +64,13 @@ def test_a_link_cut_short_changed_or_signed_for_a_download_stops_nothing(
     api: dict[str, Any],
 ) -> None:
     alice_notified_always(api)
-    token = sign_unsubscribe(SECRET, "alice")
+    token = sign_unsubscribe(SECRET, "alice", ALICE)
     body, mac = token.split(".")
-    bob = sign_unsubscribe(SECRET, "bob").split(".")[0]
+    bob = sign_unsubscribe(SECRET, "bob", ALICE).split(".")[0]
     for wrong in (
         token[:-3],  # cut short
         f"{bob}.{mac}",  # another person's name under alice's signature
-        sign_unsubscribe(b"another secret", "alice"),
+        sign_unsubscribe(b"another secret", "alice", ALICE),
         sign_download(SECRET, "some/key", "alice.csv", 3600),
         body,
         "%FF%FE",
@@ -71,8 +83,26 @@ def test_a_link_cut_short_changed_or_signed_for_a_download_stops_nothing(
     assert notify_always(api, "alice")
 
 
+def test_a_link_sent_to_an_address_no_longer_theirs_stops_nothing(api: dict[str, Any]) -> None:
+    alice_notified_always(api)
+    users = api["db"].users
+    users.set_email(users.user_by_name("alice").id, "alice@elsewhere.example")
+    answer = api["client"].post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice', ALICE)}")
+    assert answer.status_code == 404
+    assert notify_always(api, "alice")
+    moved = sign_unsubscribe(SECRET, "alice", "Alice@Elsewhere.example")  # case does not count
+    assert api["client"].post(f"/unsubscribe/{moved}").status_code == 200
+    assert not notify_always(api, "alice")
+
+
+def test_an_unsubscribe_link_downloads_nothing(api: dict[str, Any]) -> None:
+    """Both kinds of link are signed with the same secret: neither fits the other."""
+    answer = api["client"].get(f"/api/downloads/{sign_unsubscribe(SECRET, 'alice', ALICE)}")
+    assert answer.status_code == 403
+
+
 def test_a_revoked_persons_link_stops_nothing(api: dict[str, Any]) -> None:
     alice_notified_always(api)
     assert api["db"].users.revoke_user("alice", now=datetime.now(UTC))
-    answer = api["client"].post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice')}")
+    answer = api["client"].post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice', ALICE)}")
     assert answer.status_code == 404

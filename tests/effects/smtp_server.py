@@ -21,6 +21,7 @@ class Mailbox:
     port: int = 0
     refused: set[str] = field(default_factory=set)  # answered 550 at RCPT
     received: list[tuple[list[str], EmailMessage]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # each message's bytes as they came
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     async def handle_RCPT(  # noqa: N802 - aiosmtpd's hook name
@@ -36,6 +37,7 @@ class Mailbox:
         assert isinstance(message, EmailMessage)
         with self.lock:
             self.received.append((list(envelope.rcpt_tos), message))
+            self.raw.append(envelope.content)
         return "250 Message accepted for delivery"
 
     def messages_to(self, address: str) -> list[EmailMessage]:

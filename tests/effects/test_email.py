@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from reportexport.core.links import verify_unsubscribe
+from reportexport.core.links import address_digest, verify_unsubscribe
 from reportexport.mail.message import Announcement, build_message, one_line, subject
 from reportexport.mail.smtp import SmtpServer
 from reportexport.objects import ObjectStore
@@ -335,16 +335,19 @@ def test_an_owner_who_asked_for_every_export_gets_one_email(
     assert (delivery.address, delivery.delivered_at is not None) == (alice, True)
 
 
+@pytest.mark.parametrize("public_url", ["https://reports.example.com", "http://127.0.0.1:8000"])
 def test_an_email_for_every_export_carries_a_one_click_unsubscribe_link(
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
-    alice: str,
+    alice: str, public_url: str,
 ) -> None:  # fmt: skip
-    """RFC 8058: `List-Unsubscribe` names a signed link of the dashboard's public URL, and
+    """RFC 2369 and 8058: `List-Unsubscribe` names a signed link of the dashboard's public URL,
+    whole on one line as it travels (never MIME-encoded), and over HTTPS
     `List-Unsubscribe-Post` says one POST is enough; both parts say it too. An e-mail asked for
     one export alone has nothing to unsubscribe from."""
     runner = mail_runner(db, objects, http, clock, mailbox)
     runner.context.users = db.users
     runner.context.link_secret = b"link secret"
+    runner.context.public_url = public_url
     succeeded_job(db, objects, options=ORDERS, parameters=DAY)
     runner.run_once()
     (one_off,) = mailbox.messages_to(alice)
@@ -355,12 +358,14 @@ def test_an_email_for_every_export_carries_a_one_click_unsubscribe_link(
     succeeded_job(db, objects, options={"title": "Orders of one day"}, parameters=DAY)
     runner.run_once()
     _, message = mailbox.messages_to(alice)
-    link = message["List-Unsubscribe"]
-    assert link.startswith("<http://127.0.0.1:8000/unsubscribe/")
-    assert link.endswith(">")
-    url = link[1:-1]
-    assert verify_unsubscribe(b"link secret", url.rsplit("/", 1)[1]) == "alice"
-    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    (line,) = [h for h in mailbox.raw[1].split(b"\r\n") if h.startswith(b"List-Unsubscribe:")]
+    url = line.removeprefix(b"List-Unsubscribe: <").removesuffix(b">").decode()
+    assert url.startswith(f"{public_url}/unsubscribe/")
+    assert message["List-Unsubscribe"] == f"<{url}>"
+    token = url.rsplit("/", 1)[1]
+    assert verify_unsubscribe(b"link secret", token) == ("alice", address_digest(ALICE))
+    one_click = "List-Unsubscribe=One-Click" if public_url.startswith("https:") else None
+    assert message["List-Unsubscribe-Post"] == one_click
     text, markup = parts(message)
     assert f"Stop these e-mails: {url}" in text
     assert f'<a href="{url}">Stop these e-mails</a>' in markup

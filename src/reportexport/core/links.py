@@ -53,15 +53,17 @@ def verify_download(secret: bytes, token: str, *, now: float | None = None) -> t
 UNSUBSCRIBE = b"reportexport unsubscribe\x00"
 
 
-def sign_unsubscribe(secret: bytes, person: str) -> str:
-    """A token that stops the e-mails `person` gets when any of their exports ends."""
-    body = json.dumps({"u": person}, separators=(",", ":")).encode()
-    mac = hmac.new(secret, UNSUBSCRIBE + body, hashlib.sha256).digest()
-    return _b64(body) + "." + _b64(mac)
+def sign_unsubscribe(secret: bytes, person: str, address: str) -> str:
+    """A token that stops the e-mails `person` gets at `address` when any of their exports
+    ends (an address given them later is not stopped by it)."""
+    body = json.dumps({"u": person, "a": address_digest(address)}, separators=(",", ":"))
+    mac = hmac.new(secret, UNSUBSCRIBE + body.encode(), hashlib.sha256).digest()
+    return _b64(body.encode()) + "." + _b64(mac)
 
 
-def verify_unsubscribe(secret: bytes, token: str) -> str:
-    """The person a valid unsubscribe token names; LinkError otherwise."""
+def verify_unsubscribe(secret: bytes, token: str) -> tuple[str, str]:
+    """The person a valid unsubscribe token names, and the digest of the address it was sent
+    to (`address_digest`); LinkError otherwise."""
     try:
         body_text, mac_text = token.split(".", 1)
         body, mac = _unb64(body_text), _unb64(mac_text)
@@ -70,12 +72,18 @@ def verify_unsubscribe(secret: bytes, token: str) -> str:
     if not hmac.compare_digest(mac, hmac.new(secret, UNSUBSCRIBE + body, hashlib.sha256).digest()):
         raise LinkError("unsubscribe link signature does not match")
     try:
-        person = json.loads(body)["u"]
+        data = json.loads(body)
+        person, digest = data["u"], data["a"]
     except (ValueError, TypeError, KeyError):
         raise LinkError("malformed unsubscribe link") from None
-    if not isinstance(person, str):
+    if not (isinstance(person, str) and isinstance(digest, str)):
         raise LinkError("malformed unsubscribe link")
-    return person
+    return person, digest
+
+
+def address_digest(address: str) -> str:
+    """Which address an unsubscribe link was sent to, without naming it in the link."""
+    return hashlib.sha256(address.strip().lower().encode()).hexdigest()[:16]
 
 
 def _b64(data: bytes) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
-from email.policy import SMTP
+from email.policy import SMTP, EmailPolicy
 from email.utils import format_datetime
 from typing import Any
 
@@ -35,6 +35,8 @@ MAX_MAILBOX = 254
 # a header line or hide in one.
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 MAX_HEADER_VALUE = 200
+# An unsubscribe link longer than this (a very long public_url) is left out of the headers.
+MAX_UNSUBSCRIBE_URL = 900
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,11 +94,32 @@ def message_id(job_id: int, effect: str, address: str, domain: str) -> str:
     return f"<reportexport.{job_id}.{effect}.{who}@{domain}>"
 
 
+class _MailPolicy(EmailPolicy):
+    """The SMTP policy, but a `List-Unsubscribe` value is never folded: it has no space to fold
+    at, and the standard policy would MIME-encode it (`=?utf-8?q?=3Chttps...`), which RFC 2369
+    does not allow and mail programs do not read. Its value is ASCII and well under the 998
+    characters a line may have."""
+
+    def fold(self, name: str, value: Any) -> str:
+        if name.lower() in _UNFOLDED:
+            return f"{name}: {value}{self.linesep}"
+        return str(super().fold(name, value))
+
+    def fold_binary(self, name: str, value: Any) -> bytes:
+        if name.lower() in _UNFOLDED:
+            return f"{name}: {value}{self.linesep}".encode("ascii")
+        return bytes(super().fold_binary(name, value))
+
+
+_UNFOLDED = ("list-unsubscribe",)
+MAIL_POLICY = _MailPolicy(linesep=SMTP.linesep)
+
+
 def build_message(
     announcement: Announcement, *, sender: str, recipient: str, sent_at: datetime
 ) -> EmailMessage:
     """The e-mail for `recipient`, from `sender` (whose domain names the Message-ID)."""
-    message = EmailMessage(policy=SMTP)
+    message = EmailMessage(policy=MAIL_POLICY)
     message["From"] = one_line(sender)
     message["To"] = one_line(recipient)
     message["Subject"] = subject(announcement)
@@ -106,9 +129,11 @@ def build_message(
         announcement.job_id, announcement.effect, recipient, one_line(domain)
     )
     message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no automatic replies
-    if announcement.unsubscribe_url is not None:  # RFC 8058: one click, no page to go through
-        message["List-Unsubscribe"] = f"<{one_line(announcement.unsubscribe_url, 2000)}>"
-        message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    link = announcement.unsubscribe_url
+    if link is not None and link.isascii() and len(link) <= MAX_UNSUBSCRIBE_URL:
+        message["List-Unsubscribe"] = f"<{one_line(link, MAX_UNSUBSCRIBE_URL)}>"  # RFC 2369
+        if link.startswith("https://"):  # RFC 8058: one click is promised over HTTPS only
+            message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     message.set_content(_text(announcement))
     message.add_alternative(_html(announcement), subtype="html")
     return message

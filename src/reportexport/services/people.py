@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from reportexport.core.links import LinkError, verify_unsubscribe
+from reportexport.core.links import LinkError, address_digest, verify_unsubscribe
 from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
 from reportexport.core.settings import default, host_names
 from reportexport.core.text import unsafe_text
@@ -30,6 +30,8 @@ from reportexport.store import UserExistsError, Users
 # Names appear in URLs, logs and CSV-free places alike: keep them plain.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 MAX_TOKEN_LENGTH = 200
+# An unsubscribe link's token: a name of up to 100 characters and an address's digest, signed.
+MAX_UNSUBSCRIBE_TOKEN = 400
 MAX_SEARCH = 100
 
 
@@ -209,18 +211,21 @@ class PeopleService:
 
     def unsubscribed_by_link(self, token: str, *, stop: bool) -> User:
         """The person an e-mail's unsubscribe link names (RFC 8058), their e-mail whenever an
-        export ends turned off with `stop`; NotFoundError for a link that is malformed, forged
-        or names no active person. The signature is what allows it: no session, no CSRF token
-        (a mail provider POSTs to it with neither)."""
-        if self.link_secret is None or len(token) > MAX_TOKEN_LENGTH:
+        export ends turned off with `stop`; NotFoundError for a link that is malformed, forged,
+        names no active person, or was sent to an address that is no longer theirs. The
+        signature is what allows it: no session, no CSRF token (a mail provider POSTs to it
+        with neither)."""
+        if self.link_secret is None or len(token) > MAX_UNSUBSCRIBE_TOKEN:
             raise NotFoundError("no such unsubscribe link")
         try:
-            name = verify_unsubscribe(self.link_secret, token)
+            name, sent_to = verify_unsubscribe(self.link_secret, token)
         except LinkError:
             raise NotFoundError("no such unsubscribe link") from None
         person = self.get(name)
         if person is None or person.revoked_at is not None:
             raise NotFoundError("no such unsubscribe link")
+        if person.email is None or address_digest(person.email) != sent_to:
+            raise NotFoundError("no such unsubscribe link")  # sent to an address no longer theirs
         if stop and person.notify_always and not self.users.set_notify_always(name, False):
             raise NotFoundError("no such unsubscribe link")
         found = self.get(name)

@@ -319,7 +319,7 @@ def unsubscribe_url(ctx: Context, owner: str, address: str) -> str | None:
         return None
     if person.email.lower() != address.lower():
         return None
-    token = sign_unsubscribe(ctx.link_secret, person.name)
+    token = sign_unsubscribe(ctx.link_secret, person.name, address)
     return f"{ctx.public_url.rstrip('/')}/unsubscribe/{token}"
 
 
