@@ -26,8 +26,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -159,26 +160,30 @@ def schemathesis(
     return report, reached
 
 
-def bearer_operations(base: str) -> set[str]:
-    """The operations whose document asks for the bearer token."""
+def operations_where(base: str, holds: Callable[[dict[str, Any]], bool]) -> set[str]:
+    """The document's operations ("METHOD /path") for which `holds(operation)` is true."""
     document = httpx.get(f"{base}/openapi.json", timeout=30).json()
     return {
         f"{method.upper()} {path}"
         for path, operations in document["paths"].items()
         for method, operation in operations.items()
-        if {"bearer"} & {name for need in operation.get("security", []) for name in need}
+        if holds(operation)
     }
+
+
+def bearer_operations(base: str) -> set[str]:
+    """The operations whose document asks for the bearer token."""
+    return operations_where(
+        base,
+        lambda operation: any("bearer" in need for need in operation.get("security", [])),
+    )
 
 
 def operators_operations(base: str) -> set[str]:
     """The operations the document says are for operators (their description says so first)."""
-    document = httpx.get(f"{base}/openapi.json", timeout=30).json()
-    return {
-        f"{method.upper()} {path}"
-        for path, operations in document["paths"].items()
-        for method, operation in operations.items()
-        if operation.get("description", "").startswith("Operators:")
-    }
+    return operations_where(
+        base, lambda operation: operation.get("description", "").startswith("Operators:")
+    )
 
 
 def test_schemathesis_finds_nothing_with_every_check_and_phase_as_a_user(

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import time
+from typing import Any
 
 
 class LinkError(ValueError):
@@ -22,24 +23,15 @@ def sign_download(
     secret: bytes, key: str, file_name: str, expires_in: int, *, now: float | None = None
 ) -> str:
     expires = int((time.time() if now is None else now) + expires_in)
-    body = json.dumps({"k": key, "f": file_name, "e": expires}, separators=(",", ":")).encode()
-    mac = hmac.new(secret, body, hashlib.sha256).digest()
-    return _b64(body) + "." + _b64(mac)
+    return _signed(secret, b"", {"k": key, "f": file_name, "e": expires})
 
 
 def verify_download(secret: bytes, token: str, *, now: float | None = None) -> tuple[str, str]:
     """The (key, file name) a valid token grants; LinkError otherwise."""
+    data = _verified(secret, b"", token, "download link")
     try:
-        body_text, mac_text = token.split(".", 1)
-        body, mac = _unb64(body_text), _unb64(mac_text)
-    except (ValueError, UnicodeError):
-        raise LinkError("malformed download link") from None
-    if not hmac.compare_digest(mac, hmac.new(secret, body, hashlib.sha256).digest()):
-        raise LinkError("download link signature does not match")
-    try:
-        data = json.loads(body)
         key, file_name, expires = data["k"], data["f"], data["e"]
-    except (ValueError, TypeError, KeyError):
+    except (TypeError, KeyError):
         raise LinkError("malformed download link") from None
     if not (isinstance(key, str) and isinstance(file_name, str) and isinstance(expires, int)):
         raise LinkError("malformed download link")
@@ -56,25 +48,16 @@ UNSUBSCRIBE = b"reportexport unsubscribe\x00"
 def sign_unsubscribe(secret: bytes, person: str, address: str) -> str:
     """A token that stops the e-mails `person` gets at `address` when any of their exports
     ends (an address given them later is not stopped by it)."""
-    body = json.dumps({"u": person, "a": address_digest(address)}, separators=(",", ":"))
-    mac = hmac.new(secret, UNSUBSCRIBE + body.encode(), hashlib.sha256).digest()
-    return _b64(body.encode()) + "." + _b64(mac)
+    return _signed(secret, UNSUBSCRIBE, {"u": person, "a": address_digest(address)})
 
 
 def verify_unsubscribe(secret: bytes, token: str) -> tuple[str, str]:
     """The person a valid unsubscribe token names, and the digest of the address it was sent
     to (`address_digest`); LinkError otherwise."""
+    data = _verified(secret, UNSUBSCRIBE, token, "unsubscribe link")
     try:
-        body_text, mac_text = token.split(".", 1)
-        body, mac = _unb64(body_text), _unb64(mac_text)
-    except (ValueError, UnicodeError):
-        raise LinkError("malformed unsubscribe link") from None
-    if not hmac.compare_digest(mac, hmac.new(secret, UNSUBSCRIBE + body, hashlib.sha256).digest()):
-        raise LinkError("unsubscribe link signature does not match")
-    try:
-        data = json.loads(body)
         person, digest = data["u"], data["a"]
-    except (ValueError, TypeError, KeyError):
+    except (TypeError, KeyError):
         raise LinkError("malformed unsubscribe link") from None
     if not (isinstance(person, str) and isinstance(digest, str)):
         raise LinkError("malformed unsubscribe link")
@@ -84,6 +67,27 @@ def verify_unsubscribe(secret: bytes, token: str) -> tuple[str, str]:
 def address_digest(address: str) -> str:
     """Which address an unsubscribe link was sent to, without naming it in the link."""
     return hashlib.sha256(address.strip().lower().encode()).hexdigest()[:16]
+
+
+def _signed(secret: bytes, purpose: bytes, data: dict[str, object]) -> str:
+    body = json.dumps(data, separators=(",", ":")).encode()
+    mac = hmac.new(secret, purpose + body, hashlib.sha256).digest()
+    return _b64(body) + "." + _b64(mac)
+
+
+def _verified(secret: bytes, purpose: bytes, token: str, what: str) -> Any:
+    """The JSON a token signed for `purpose` carries; LinkError naming `what` otherwise."""
+    try:
+        body_text, mac_text = token.split(".", 1)
+        body, mac = _unb64(body_text), _unb64(mac_text)
+    except (ValueError, UnicodeError):
+        raise LinkError(f"malformed {what}") from None
+    if not hmac.compare_digest(mac, hmac.new(secret, purpose + body, hashlib.sha256).digest()):
+        raise LinkError(f"{what} signature does not match")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise LinkError(f"malformed {what}") from None
 
 
 def _b64(data: bytes) -> str:

@@ -24,22 +24,21 @@ PATH = "/unsubscribe/{token}"
 
 @anyone.get(PATH)
 async def asked(request: Request, token: str) -> Response:
-    try:
-        person = await run_in_threadpool(parts(request).people.unsubscribed_by_link, token,
-                                         stop=False)  # fmt: skip
-    except NotFoundError:
-        return _unknown(request)
-    return page(request, "unsubscribe.html", None, person=person, token=token, stopped=False)
+    return await _answer(request, token, stop=False)
 
 
 @anyone.post(PATH)
 async def stop(request: Request, token: str) -> Response:
+    return await _answer(request, token, stop=True)
+
+
+async def _answer(request: Request, token: str, *, stop: bool) -> Response:
     try:
         person = await run_in_threadpool(parts(request).people.unsubscribed_by_link, token,
-                                         stop=True)  # fmt: skip
+                                         stop=stop)  # fmt: skip
     except NotFoundError:
         return _unknown(request)
-    return page(request, "unsubscribe.html", None, person=person, token=token, stopped=True)
+    return page(request, "unsubscribe.html", None, person=person, token=token, stopped=stop)
 
 
 def _unknown(request: Request) -> Response:
