@@ -268,6 +268,9 @@ def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
                                         fired_by="svc", fired_at=now)  # fmt: skip
         assert firing is not None
         assert service.schedules.settle_job(firing, job_id=job_id, query_hash="h")
+        assert service.schedules.add_recipient(schedule.id, user.name, added_by=user.name)[1]
+        assert [r.person for r in service.schedules.recipients(schedule.id)] == [user.name]
+        assert service.schedules.remove_recipient(schedule.id, user.name)
         assert service.schedules.delete(schedule.id, now=now)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):  # purging is the owner's
             service.retention.purge(datetime.now(UTC), person="svc-person")

@@ -216,6 +216,7 @@ class Delivery:
     given_up_at: datetime | None
     redrives: int
     channel_id: int | None = None
+    person: str | None = None  # whose address an e-mail goes to (their access, their link)
 
     @property
     def waiting(self) -> bool:
@@ -307,6 +308,8 @@ AuditAction = Literal[
     "unset_attribute",
     "download_file",
     "pause_schedule",
+    "add_recipient",
+    "remove_recipient",
 ]
 AuditObject = Literal[
     "side_effect",
@@ -594,6 +597,16 @@ class Schedule:
     pause_reason: str | None
     created_at: datetime
     created_by: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipient:
+    """A person of the system who gets a schedule's announcements by e-mail besides its owner."""
+
+    schedule_id: int
+    person: str
+    added_by: str
+    added_at: datetime
 
 
 @dataclass(frozen=True, kw_only=True)

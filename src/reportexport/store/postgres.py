@@ -79,6 +79,7 @@ SERVICE_GRANTS = (
             "groups",
             "group_members",
             "person_attributes",
+            "schedule_recipients",
         ),
     ),
     ("INSERT", ("source_caps",)),

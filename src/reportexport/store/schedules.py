@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from reportexport.core.records import AuditEntry, Firing, Schedule, ScheduleTotals
+from reportexport.core.records import AuditEntry, Firing, Recipient, Schedule, ScheduleTotals
 from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver, Row
 from reportexport.store.errors import StoreError
@@ -96,6 +96,44 @@ class ScheduleStore:
         params = {"id": schedule_id, "now": self.codec.moment(now)}
         with self.driver.write() as session:
             return session.row("delete_schedule", params) is not None
+
+    def recipients(self, schedule_id: int) -> list[Recipient]:
+        with self.driver.read() as session:
+            rows = session.rows("schedule_recipients", {"schedule_id": schedule_id})
+        return [self.codec.record(Recipient, row) for row in rows]
+
+    def recipient(self, schedule_id: int, person: str) -> Recipient | None:
+        params = {"schedule_id": schedule_id, "person": person}
+        with self.driver.read() as session:
+            row = session.row("schedule_recipient", params)
+        return None if row is None else self.codec.record(Recipient, row)
+
+    def add_recipient(
+        self, schedule_id: int, person: str, *, added_by: str, audit: AuditEntry | None = None
+    ) -> tuple[Recipient, bool]:
+        """The recipient and True when added now; as they were added before and False."""
+        params = {"schedule_id": schedule_id, "person": person, "added_by": added_by}
+        with self.driver.write() as session:
+            row = session.row("add_schedule_recipient", params)
+            if row is None:
+                earlier = session.row("schedule_recipient", params)
+                if earlier is None:
+                    raise StoreError(f"schedule {schedule_id} has no recipient {person!r}")
+                return self.codec.record(Recipient, earlier), False
+            if audit is not None:
+                write_entry(session, audit)
+        return self.codec.record(Recipient, row), True
+
+    def remove_recipient(
+        self, schedule_id: int, person: str, *, audit: AuditEntry | None = None
+    ) -> bool:
+        """False when they were no recipient of it."""
+        params = {"schedule_id": schedule_id, "person": person}
+        with self.driver.write() as session:
+            removed = session.row("remove_schedule_recipient", params) is not None
+            if removed and audit is not None:
+                write_entry(session, audit)
+        return removed
 
     def due(self, now: datetime, limit: int = 50) -> list[Schedule]:
         with self.driver.read() as session:

@@ -694,6 +694,26 @@ UPDATE schedules SET deleted_at = :now, next_fire_at = NULL
  WHERE id = :id AND deleted_at IS NULL
 RETURNING id;
 
+-- schedule_recipients --
+-- The people a schedule's announcements go to besides its owner, by name.
+SELECT * FROM schedule_recipients WHERE schedule_id = :schedule_id ORDER BY person;
+
+-- add_schedule_recipient --
+-- A recipient added; nothing when they are one already.
+INSERT INTO schedule_recipients (schedule_id, person, added_by)
+VALUES (:schedule_id, :person, :added_by)
+ON CONFLICT (schedule_id, person) DO NOTHING
+RETURNING *;
+
+-- schedule_recipient --
+-- One recipient of a schedule, if they are one.
+SELECT * FROM schedule_recipients WHERE schedule_id = :schedule_id AND person = :person;
+
+-- remove_schedule_recipient --
+-- A recipient removed: the announcements of jobs that end later no longer go to them.
+DELETE FROM schedule_recipients WHERE schedule_id = :schedule_id AND person = :person
+RETURNING person;
+
 -- due_schedules --
 -- Schedules whose next firing time has come.
 SELECT * FROM schedules

@@ -1,0 +1,49 @@
+-- A schedule's recipients (issue 23): people of the system who get each firing's announcement
+-- by e-mail besides its owner. Who may be added is decided by the service (a person who may run
+-- the saved query as its owner does); the runner checks again before each e-mail. A delivery
+-- now names the person whose address it goes to (`person`; NULL for webhook endpoints, chat
+-- channels and deliveries fixed before this migration): whose access is checked before sending
+-- and whose one-click link it carries. The trigger of 0022 is made again: it now also fixes,
+-- for a job made by a schedule, one e-mail delivery per recipient with an address who is
+-- neither revoked nor suspended; an address already fixed for the job (its owner's) is not
+-- fixed twice.
+
+CREATE TABLE schedule_recipients (
+    schedule_id INTEGER NOT NULL REFERENCES schedules (id),
+    person      TEXT NOT NULL REFERENCES users (name),
+    added_by    TEXT NOT NULL,
+    added_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    PRIMARY KEY (schedule_id, person)
+) STRICT;
+
+ALTER TABLE deliveries ADD COLUMN person TEXT;
+
+DROP TRIGGER job_side_effects_recipients_fixed;
+
+CREATE TRIGGER job_side_effects_recipients_fixed AFTER INSERT ON job_side_effects
+WHEN NEW.effect IN ('emit_done_webhook', 'emit_failed_webhook')
+BEGIN
+    INSERT INTO deliveries (job_id, effect, endpoint_id)
+    SELECT NEW.job_id, NEW.effect, w.id
+      FROM webhook_endpoints w JOIN jobs j ON j.id = NEW.job_id
+     WHERE (w.owner = j.owner OR w.owner IS NULL) AND w.disabled_at IS NULL
+     ORDER BY w.id;
+    INSERT INTO deliveries (job_id, effect, address, person)
+    SELECT NEW.job_id, NEW.effect, u.email, u.name
+      FROM jobs j JOIN users u ON u.name = j.owner
+     WHERE j.id = NEW.job_id AND u.email IS NOT NULL
+       AND (json_extract(j.options, '$.notify') IS 1 OR u.notify_always = 1);
+    INSERT OR IGNORE INTO deliveries (job_id, effect, address, person)
+    SELECT NEW.job_id, NEW.effect, u.email, u.name
+      FROM jobs j
+      JOIN schedule_recipients r ON r.schedule_id = j.schedule_id
+      JOIN users u ON u.name = r.person
+     WHERE j.id = NEW.job_id AND u.email IS NOT NULL
+       AND u.revoked_at IS NULL AND u.suspended_at IS NULL
+     ORDER BY u.name;
+    INSERT INTO deliveries (job_id, effect, channel_id)
+    SELECT NEW.job_id, NEW.effect, c.id
+      FROM chat_channels c JOIN jobs j ON j.id = NEW.job_id
+     WHERE (c.owner = j.owner OR c.owner IS NULL) AND c.disabled_at IS NULL
+     ORDER BY c.id;
+END;
