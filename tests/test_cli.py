@@ -528,6 +528,28 @@ def test_schedules_create_takes_ends_at_as_rfc_3339(
     assert "ends_at: '2099-01-31' is not a timestamp (RFC 3339)" in capsys.readouterr().err
 
 
+def test_schedules_recipients_adds_removes_and_lists(
+    served: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create = ["schedules", "create", "orders_by_day", "--cron", "0 8 * * *",
+              "--time-zone", "UTC", "--relative", "day=yesterday"]  # fmt: skip
+    assert cli.main(create) == 0, capsys.readouterr()
+    assert cli.main(["schedules", "recipients", "1", "--add", "operator"]) == 1
+    assert "HTTP 409 No e-mail address: operator has no e-mail address" in capsys.readouterr().err
+    assert cli.main(["users", "email", "operator", "operator@example.com"]) == 0
+    capsys.readouterr()
+    assert cli.main(["schedules", "recipients", "1", "--add", "operator"]) == 0
+    out = capsys.readouterr().out
+    assert "schedule 1: operator added" in out
+    assert "operator  added by demo at" in out
+    assert cli.main(["schedules", "recipients", "1", "--add", "operator"]) == 0
+    assert "schedule 1: operator a recipient already" in capsys.readouterr().out
+    assert cli.main(["schedules", "recipients", "1", "--remove", "operator"]) == 0
+    out = capsys.readouterr().out
+    assert "schedule 1: operator removed" in out
+    assert "schedule 1: no recipients besides its owner" in out
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

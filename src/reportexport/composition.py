@@ -494,6 +494,7 @@ class Runtime:
             chat_hosts=settings.chat_host_list,
             users=self.database.users,
             link_secret=self.link_secret,
+            recipient_refusal=self.exports.recipient_job_refusal,
         )
         try:
             return EffectsRunner(

@@ -411,3 +411,50 @@ def test_past_the_daily_cap_an_address_is_given_up_alone_until_a_day_has_passed(
     assert len(mailbox.messages_to("Alice@EXAMPLE.com")) == 1
     (again,) = db.deliveries.job_deliveries(capped)
     assert again.delivered_at is not None
+
+
+def test_a_schedules_recipient_is_mailed_with_who_made_them_one_until_they_may_not_see_it(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    """The recipient's e-mail says whose schedule it is, and carries no owner's unsubscribe
+    link; access is asked again before each e-mail: a refusal gives that address up alone."""
+    bob, _ = db.users.add_user("bob", "user")
+    db.users.set_email(bob.id, "bob@example.com")
+    created = db.schedules.create(
+        owner="alice", saved_query="orders_by_day", parameters=DAY, cron="0 6 * * *",
+        time_zone="UTC", ends_at=None, next_fire_at=None, created_by="alice", max_per_owner=5,
+    )  # fmt: skip
+    assert created is not None
+    schedule = created[0]
+    db.schedules.add_recipient(schedule.id, "bob", added_by="alice")
+    asked: list[tuple[str, int]] = []
+    refusals = {"bob": None}
+
+    def recipient_refusal(person: str, job: Any) -> str | None:
+        asked.append((person, job.id))
+        return refusals[person]
+
+    options = {**ORDERS, "notify": False}
+    first = succeeded_job(db, objects, options=options, parameters=DAY, schedule_id=schedule.id)
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    runner.context.recipient_refusal = recipient_refusal
+    runner.run_once()
+    (message,) = mailbox.messages_to("bob@example.com")
+    assert mailbox.messages_to(alice) == []
+    text, markup = parts(message)
+    assert "The export Orders of one day of alice's schedule is ready." in text
+    assert "alice made you a recipient of this schedule." in text
+    assert "alice made you a recipient of this schedule." in markup
+    assert f"http://127.0.0.1:8000/jobs/{first}" in text
+    assert message["List-Unsubscribe"] is None
+    assert asked == [("bob", first)]
+
+    refusals["bob"] = "the access rule queries.orders_by_day.access = finance does not include bob"
+    second = succeeded_job(db, objects, options=options, parameters=DAY, schedule_id=schedule.id)
+    runner.run_once()
+    assert len(mailbox.messages_to("bob@example.com")) == 1
+    (delivery,) = db.deliveries.job_deliveries(second)
+    assert (delivery.person, delivery.attempts) == ("bob", 1)
+    assert delivery.given_up_at is not None
+    assert delivery.last_error == refusals["bob"]

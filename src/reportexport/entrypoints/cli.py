@@ -423,6 +423,18 @@ def build_parser() -> argparse.ArgumentParser:
     for action, (handler, text) in schedule_commands.items():
         sub = _action(schedule_actions, action, handler, text)
         sub.add_argument("id", type=int)
+    recipients = _action(schedule_actions, "recipients", handlers.cmd_schedules_recipients,
+        "who gets each firing's announcement by e-mail besides its owner",
+    )  # fmt: skip
+    recipients.add_argument("id", type=int)
+    recipients.add_argument(
+        "--add", action="append", default=[], metavar="PERSON",
+        help="a person who may run the saved query and has an address (once per person)",
+    )  # fmt: skip
+    recipients.add_argument(
+        "--remove", action="append", default=[], metavar="PERSON",
+        help="no more announcements for them (yourself, on another's schedule)",
+    )  # fmt: skip
     for sub in schedule_actions.choices.values():
         _remote_options(sub)
 

@@ -253,10 +253,38 @@ def cmd_schedules(settings: Settings, args: argparse.Namespace) -> int:
         elif args.action == "run":
             job = checked(client.post(f"/api/schedules/{args.id}/run"))
             print(f"job {job['id']}: {job['status']}")
+        elif args.action == "recipients":
+            show_recipients(client, args.id, added=args.add, removed=args.remove)
         else:  # delete
             checked(client.delete(f"/api/schedules/{args.id}"))
             print(f"schedule {args.id}: deleted (its exports stay)")
     return 0
+
+
+def show_recipients(
+    client: httpx.Client, schedule_id: int, *, added: list[str], removed: list[str]
+) -> None:
+    """Add, then remove, recipients as given, saying what each did; then list them all (a
+    recipient who removed themselves from another's schedule sees no list: it is not theirs)."""
+    path = f"/api/schedules/{schedule_id}/recipients"
+    console = Console()
+    for person in added:
+        answer = client.put(f"{path}/{quote(person, safe='')}")
+        checked(answer)
+        done = "added" if answer.status_code == 201 else "a recipient already"
+        console.print(f"schedule {schedule_id}: {person} {done}")
+    for person in removed:
+        checked(client.delete(f"{path}/{quote(person, safe='')}"))
+        console.print(f"schedule {schedule_id}: {person} removed")
+    listed = client.get(path)
+    if listed.status_code == 404 and removed:
+        return
+    everyone = checked(listed)
+    if not everyone:
+        console.print(f"schedule {schedule_id}: no recipients besides its owner")
+    for recipient in everyone:
+        console.print(f"  {recipient['person']}  added by {recipient['added_by']} "
+                      f"at {recipient['added_at']}")  # fmt: skip
 
 
 def schedule_body(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:

@@ -55,6 +55,8 @@ class Announcement:
     reason: str | None = None  # why it failed, in words
     # Sent because the owner asked for an e-mail whenever an export ends: the link that stops it.
     unsubscribe_url: str | None = None
+    # Sent to a recipient of the schedule that made the job: the schedule's owner.
+    scheduled_by: str | None = None
 
 
 def is_mailbox(address: str) -> bool:
@@ -156,6 +158,11 @@ def outcome(announcement: Announcement) -> str:
 
 
 def _headline(announcement: Announcement) -> str:
+    if announcement.scheduled_by is not None:
+        return (
+            f"The export {announcement.title} of {announcement.scheduled_by}'s schedule "
+            f"{outcome(announcement)}."
+        )
     return f"Your export {announcement.title} {outcome(announcement)}."
 
 
@@ -174,6 +181,8 @@ def _text(announcement: Announcement) -> str:
 
 
 def _why(announcement: Announcement) -> str:
+    if announcement.scheduled_by is not None:
+        return f"{announcement.scheduled_by} made you a recipient of this schedule."
     if announcement.unsubscribe_url is not None:
         return "You asked to be told by e-mail whenever one of your exports ends."
     return "You asked to be told by e-mail when this export ends."

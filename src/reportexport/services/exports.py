@@ -46,6 +46,7 @@ from reportexport.core.records import (
     JobPage,
     NewJob,
     OwnerLimits,
+    Recipient,
     SideEffect,
 )
 from reportexport.core.settings import default
@@ -119,6 +120,10 @@ class DownloadLog(Protocol):
 
 class FiringLog(Protocol):
     def firing_of_job(self, job_id: int) -> Firing | None: ...
+
+    def recipient(self, schedule_id: int, person: str) -> Recipient | None:
+        """`person` as a recipient of the schedule; None when they are not one."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -354,7 +359,7 @@ class ExportService:
         """An e-mail to `person` when their export ends, asked for while it has not ended: the
         e-mail goes to the job's owner, so only they ask (an operator too, for their own);
         ConflictError once it has ended, InvalidInputError (`notify`) as `create`'s."""
-        job = self.job(person, job_id).detail.job
+        job = self._changeable(person, job_id)
         if job.owner != person.name:
             raise ForbiddenError(
                 f"the e-mail of export {job_id} would go to its owner, {job.owner}; "
@@ -449,7 +454,7 @@ class ExportService:
     def rerun(self, person: Person, job_id: int, *, idempotency_key: str | None = None) -> Created:
         """The job again, as the catalog has its saved query now, for the job's owner (whose
         access rules decide, and whose record gives the bound parameters as it is now)."""
-        old = self.job(person, job_id).detail.job
+        old = self._changeable(person, job_id)
         key = _scoped_key(checked_idempotency_key(idempotency_key), person.name, old.owner)
         query = self.catalog.queries.get(old.saved_query)
         if query is None:
@@ -528,21 +533,69 @@ class ExportService:
         query with the same parameters (what the dashboard estimates from), `with_deliveries`
         each destination of its announcements."""
         detail = self._detail(job_id)
-        if not person.is_operator and detail.job.owner != person.name:
+        mine = person.is_operator or detail.job.owner == person.name
+        if not mine and not self._received(person, detail.job):
             raise NotFoundError(f"no export {job_id}")  # another person's job does not exist
+        if not mine:  # a recipient: the owner's destinations and their problems are the owner's
+            quiet = tuple(replace(e, last_error=None) for e in detail.side_effects)
+            detail = replace(detail, side_effects=quiet)
         firing = None
         if detail.job.schedule_id is not None and self.firings is not None:
             firing = self.firings.firing_of_job(detail.job.id)
         previous = self.jobs.previous_success(detail.job) if with_previous else None
         return JobView(
             detail=detail,
-            downloads=self.downloads.job_downloads(detail.job.id),
+            downloads=self.downloads.job_downloads(detail.job.id) if mine else [],
             firing=firing,
             previous=previous,
             deliveries=tuple(self._deliveries().job_deliveries(detail.job.id))
-            if with_deliveries and self.deliveries is not None
+            if with_deliveries and self.deliveries is not None and mine
             else (),
         )
+
+    def _received(self, person: Person, job: Job) -> bool:
+        """Does `person` see `job` as a recipient of the schedule that made it? While they are
+        one and may run its saved query with its bound values (a recipient sees and downloads,
+        and changes nothing)."""
+        if job.schedule_id is None or self.firings is None:
+            return False
+        if self.firings.recipient(job.schedule_id, person.name) is None:
+            return False
+        return self.recipient_job_refusal(person.name, job) is None
+
+    def recipient_job_refusal(self, name: str, job: Job) -> str | None:
+        """Why `name` may not see `job`'s file as a recipient of its schedule now (None when
+        they may): they may run its saved query, with the job's bound values as theirs."""
+        member = self.known_member(name)
+        if member is None:
+            return f"{name} is no longer a person of this service, or is suspended"
+        query = self.catalog.queries.get(job.saved_query)
+        if query is None:
+            return f"the saved query {quoted(job.saved_query)} is no longer in the catalog"
+        refusal = query.access.job_refusal(member, job.parameters)
+        return None if refusal is None else refusal.reason_for(name)
+
+    def known_member(self, name: str) -> Member | None:
+        """A person of this service as access sees them now; None for no such person, or one
+        revoked or suspended."""
+        return self.members.member(name) if self.members is not None else None
+
+    def recipient_refusal(self, member: Member, owner: str, saved_query: str) -> Refusal | None:
+        """Why `member` may not receive the files of `owner`'s schedule of `saved_query` (None
+        when they may): they may run it themselves, with the values bound to its owner."""
+        query = self.catalog.queries.get(saved_query)
+        if query is None:
+            return None  # the schedule pauses itself at its next firing
+        bound = query.access.bound_values(self.owner(owner)) if query.access.bound else {}
+        return query.access.job_refusal(member, bound)
+
+    def _changeable(self, person: Person, job_id: int) -> Job:
+        """A job `person` may act on: their own, or anyone's for an operator (a recipient of
+        its schedule only sees it)."""
+        job = self._detail(job_id).job
+        if not person.is_operator and job.owner != person.name:
+            raise NotFoundError(f"no export {job_id}")
+        return job
 
     def jobs_by_ids(self, ids: Collection[int], *, person: Person | None = None) -> list[Job]:
         """The jobs of these ids that exist and `person` may see (without a person: all of
@@ -617,7 +670,7 @@ class ExportService:
     def cancel(self, person: Person, job_id: int, *, detail: str | None = None) -> Job:
         """Cancel a queued or running job along the fixture's `user` edge; an operator's
         cancel is recorded in the audit (with `detail`)."""
-        self.job(person, job_id)
+        self._changeable(person, job_id)
         reason = "canceled by an operator" if person.is_operator else "canceled by its owner"
         audit = None
         if person.is_operator:
@@ -668,7 +721,7 @@ class ExportService:
             raise InvalidInputError(
                 "effect", "unknown", f"{quoted(effect)} is not a side effect of the lifecycle"
             )
-        self.job(person, job_id)
+        self._changeable(person, job_id)
         audit = AuditEntry(
             person=person.name,
             action="redrive_side_effect",

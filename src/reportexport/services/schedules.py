@@ -26,9 +26,10 @@ from reportexport.core.parameters import (
     json_number,
     parse_timestamp,
 )
-from reportexport.core.records import Firing, Schedule
+from reportexport.core.records import AuditAction, AuditEntry, Firing, Recipient, Schedule
 from reportexport.core.settings import default
 from reportexport.core.text import quoted
+from reportexport.mail.message import domain_refusal
 from reportexport.services.errors import (
     AccessRefusedError,
     ConflictError,
@@ -45,6 +46,7 @@ from reportexport.services.exports import (
     Person,
     checked_idempotency_key,
 )
+from reportexport.services.people import NAME as PERSON_NAME
 from reportexport.store import ScheduleStore
 from reportexport.timetable.firings import Cron, ScheduleError, end_of_day, is_relative, resolve
 from reportexport.timetable.gaps import Gap, shortest_gap
@@ -300,6 +302,72 @@ class ScheduleService:
         if resumed is None:
             raise ConflictError(f"schedule {schedule_id} is not paused", title="Not paused")
         return self._view(resumed)
+
+    # -- recipients ------------------------------------------------------------------------------
+
+    def recipients(self, person: Person, schedule_id: int) -> tuple[Recipient, ...]:
+        """The people the schedule's announcements go to by e-mail besides its owner."""
+        return tuple(self.schedules.recipients(self._mine(person, schedule_id).id))
+
+    def add_recipient(self, by: Person, schedule_id: int, name: str) -> tuple[Recipient, bool]:
+        """`name` gets each firing's announcement by e-mail, with a link to the export they
+        may open; True when added now, False when they were a recipient already.
+
+        The schedule's owner or an operator adds; the recipient is a person of this service
+        (NotFoundError) who may run the saved query with the values bound to the owner
+        (AccessRefusedError: a person receives only what they may run themselves), with an
+        e-mail address it may go to (ConflictError)."""
+        schedule = self._mine(by, schedule_id)
+        member = self.exports.known_member(name) if PERSON_NAME.fullmatch(name) else None
+        if member is None:
+            raise NotFoundError(f"no person {quoted(name)}")
+        refusal = self.exports.recipient_refusal(member, schedule.owner, schedule.saved_query)
+        if refusal is not None:
+            detail = (
+                f"{name} may not receive {quoted(schedule.saved_query)}: {refusal.reason_for(name)}"
+            )
+            raise AccessRefusedError(detail, access_rule=refusal.names)
+        if member.email is None:
+            raise ConflictError(
+                f"{name} has no e-mail address; an operator sets one "
+                f"(reportexport users email {name} ADDRESS)",
+                title="No e-mail address",
+            )
+        outside = domain_refusal(member.email, self.exports.email_domains)
+        if outside is not None:
+            raise ConflictError(f"{name}'s address: {outside}", title="Address not allowed")
+        audit = self._audit(by, schedule, "add_recipient", name)
+        return self.schedules.add_recipient(schedule.id, name, added_by=by.name, audit=audit)
+
+    def remove_recipient(self, by: Person, schedule_id: int, name: str) -> None:
+        """`name` no longer gets the schedule's announcements (those of exports that end from
+        now on). Its owner or an operator removes anyone; a recipient removes themselves."""
+        schedule = self.schedules.get(schedule_id) if 1 <= schedule_id <= MAX_ID else None
+        leaving = (
+            schedule is not None
+            and by.name == name
+            and self.schedules.recipient(schedule.id, name) is not None
+        )
+        if not leaving:
+            schedule = self._mine(by, schedule_id)
+        assert schedule is not None
+        audit = None if leaving else self._audit(by, schedule, "remove_recipient", name)
+        if not self.schedules.remove_recipient(schedule.id, name, audit=audit):
+            raise NotFoundError(f"{quoted(name)} is no recipient of schedule {schedule_id}")
+
+    def _audit(
+        self, by: Person, schedule: Schedule, action: AuditAction, name: str
+    ) -> AuditEntry | None:
+        """What an operator does to another person's schedule is recorded."""
+        if not by.is_operator or schedule.owner == by.name:
+            return None
+        return AuditEntry(
+            person=by.name,
+            action=action,
+            object_kind="schedule",
+            object_id=str(schedule.id),
+            detail=f"{name}, on the schedule of {schedule.owner}",
+        )
 
     def delete(self, person: Person, schedule_id: int) -> None:
         """It never fires again and leaves the lists; the jobs it made stay."""

@@ -110,6 +110,9 @@ class Context:
     # link that stops it (None: e-mails carry no unsubscribe link).
     users: Users | None = None
     link_secret: bytes | None = None
+    # Why a person other than the owner (a schedule's recipient) may not see a job's file now;
+    # None when they may. Without it, e-mails go to owners alone.
+    recipient_refusal: Callable[[str, Job], str | None] | None = None
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -223,7 +226,7 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
             succeeded = event_type == "export.succeeded"
             attempt = _to_channel(ctx, job, effect, delivery.channel_id, succeeded=succeeded)
         else:
-            attempt = _to_address(ctx, job, effect, delivery.address or "", event_type, now)
+            attempt = _to_person(ctx, job, effect, delivery, event_type, now)
         attempts = delivery.attempts + 1
         give_up = not attempt.delivered and (
             attempt.refused or ctx.policy.gives_up(attempts, delivery.redrives)
@@ -280,8 +283,33 @@ def _to_endpoint(
     )
 
 
+def _to_person(
+    ctx: Context, job: Job, effect: SideEffect, delivery: Delivery, event_type: str, now: datetime
+) -> Attempt:
+    """An e-mail to its owner, or to a recipient of the schedule that made the job while they
+    may still see its file (access is checked again as it goes: a recipient who lost it since
+    the job ended is given up alone, with the reason)."""
+    scheduled_by = None
+    if delivery.person is not None and delivery.person != job.owner:
+        if ctx.recipient_refusal is None:
+            return Attempt(problem="this runner sends e-mails to owners only", refused=True)
+        refusal = ctx.recipient_refusal(delivery.person, job)
+        if refusal is not None:
+            return Attempt(problem=refusal, refused=True)
+        scheduled_by = job.owner
+    address = delivery.address or ""
+    return _to_address(ctx, job, effect, address, event_type, now, scheduled_by=scheduled_by)
+
+
 def _to_address(
-    ctx: Context, job: Job, effect: SideEffect, address: str, event_type: str, now: datetime
+    ctx: Context,
+    job: Job,
+    effect: SideEffect,
+    address: str,
+    event_type: str,
+    now: datetime,
+    *,
+    scheduled_by: str | None = None,
 ) -> Attempt:
     if ctx.mail is None:  # a setting changes with a restart, then an operator re-drives
         return Attempt(problem=NO_SMTP_SERVER, refused=True)
@@ -298,8 +326,12 @@ def _to_address(
             refused=True,
         )
     said = announcement(ctx, job, effect, succeeded=event_type == "export.succeeded")
+    if scheduled_by is not None:
+        said = replace(said, scheduled_by=scheduled_by)
+    else:
+        said = replace(said, unsubscribe_url=unsubscribe_url(ctx, job.owner, address))
     message = build_message(
-        replace(said, unsubscribe_url=unsubscribe_url(ctx, job.owner, address)),
+        said,
         sender=ctx.mail.sender,
         recipient=address,
         sent_at=now,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         Group,
         Job,
         PersonAccess,
+        Recipient,
         WebhookEndpoint,
     )
     from reportexport.services.chat import ChannelView
@@ -410,6 +411,25 @@ class ScheduleOut(BaseModel):
             created_at=schedule.created_at,
             created_by=schedule.created_by,
             firings=[FiringOut.of(f) for f in view.firings],
+        )
+
+
+class RecipientOut(BaseModel):
+    """A person who gets a schedule's announcements by e-mail besides its owner, with a link to
+    each export, which they may open while they may run its saved query themselves."""
+
+    schedule_id: int
+    person: str
+    added_by: str
+    added_at: datetime
+
+    @classmethod
+    def of(cls, recipient: Recipient) -> RecipientOut:
+        return cls(
+            schedule_id=recipient.schedule_id,
+            person=recipient.person,
+            added_by=recipient.added_by,
+            added_at=recipient.added_at,
         )
 
 

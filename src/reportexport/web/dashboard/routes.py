@@ -339,6 +339,7 @@ def _job_page(
         user,
         status=status,
         job=job,
+        changeable=user.is_operator or job.owner == user.name,  # a recipient only sees it
         download_refused=_download_refused(request, user, job),
         history=detail.history,
         side_effects=detail.side_effects,

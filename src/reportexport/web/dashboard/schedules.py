@@ -1,6 +1,6 @@
 """The schedules' pages: "Schedule this" from the New export form, the list with each next run,
 a schedule with its next five firing times and recent firings (each with its export or why
-none was made), and pause, resume, run now and delete.
+none was made), and pause, resume, run now and delete; its recipients, added and removed.
 
 Times of a schedule are shown as its own zone's clock reads them (the zone the person chose,
 their browser's by default); the page's script adds the reader's own time where it differs.
@@ -199,6 +199,7 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         types={n: spec.type for n, spec in query.parameters.items()} if query else {},
         parameter_value=parameter_value,
         run_key=secrets.token_urlsafe(16),
+        recipients=parts(request).schedules.recipients(user, number),
     )
 
 
@@ -307,6 +308,50 @@ def _done(
         return redirect(request, f"/jobs/{job.id}", "success", text)
     schedules.delete(user, number)
     return redirect(request, "/schedules", "success", f"Schedule #{number} is deleted.")
+
+
+# -- its recipients ---------------------------------------------------------------------------
+
+
+@schedule_forms.post("/schedules/{schedule_id}/recipients")
+def add_recipient(
+    request: Request, user: SignedIn, schedule_id: str, person: str = Form("")
+) -> Response:
+    return _recipients(request, user, schedule_id, person.strip(), add=True)
+
+
+@schedule_forms.post("/schedules/{schedule_id}/recipients/{person}/remove")
+def remove_recipient(request: Request, user: SignedIn, schedule_id: str, person: str) -> Response:
+    return _recipients(request, user, schedule_id, person, add=False)
+
+
+def _recipients(
+    request: Request, user: User, schedule_id: str, person: str, *, add: bool
+) -> Response:
+    number = id_of(schedule_id)
+    schedules = parts(request).schedules
+    try:
+        if number is None:
+            raise NotFoundError(f"no schedule {schedule_id[:40]}")
+        schedules.show(user, number)
+    except NotFoundError:
+        return _not_found(request, user, schedule_id)
+    here = f"/schedules/{number}"
+    try:
+        if add:
+            _, added = schedules.add_recipient(user, number, person)
+        else:
+            schedules.remove_recipient(user, number, person)
+    except ServiceError as exc:  # no such person, no access, no address: said as written, as
+        done = "added" if add else "removed"  # it may begin with the person's name
+        return redirect(request, here, "warning", f"Not {done}: {exc.detail}.")
+    if not add:
+        text = f"{person} no longer gets the exports of schedule #{number}."
+    elif added:
+        text = f"{person} gets an e-mail each time an export of schedule #{number} ends."
+    else:
+        text = f"{person} was a recipient already."
+    return redirect(request, here, "success", text)
 
 
 # In this order: /schedules/preview before /schedules/{schedule_id}.

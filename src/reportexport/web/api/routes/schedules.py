@@ -1,5 +1,5 @@
 """Scheduled exports: create, list, show (with the next firing times), pause, resume,
-delete, run now."""
+delete, run now; the people each firing's announcement goes to."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from reportexport.services.exports import MAX_ID
 from reportexport.timetable.firings import CRON_PATTERN, TIME_ZONE_PATTERN
 from reportexport.web.api.models import (
     JobOut,
+    RecipientOut,
     ScheduleIn,
     ScheduleOut,
     SchedulePreviewOut,
     problems,
 )
 from reportexport.web.api.routes.exports import job_created
+from reportexport.web.api.routes.groups import PersonName
 from reportexport.web.deps import CurrentUser, IdempotencyKey, Parts
 from reportexport.web.problems import require_json
 
@@ -36,6 +38,15 @@ SCHEDULE_LINKS = {
         )
     },
     "ListSchedules": {"operationId": "list_schedules"},
+    "ListRecipients": {
+        "operationId": "list_schedule_recipients",
+        "parameters": {"schedule_id": "$response.body#/id"},
+    },
+    "AddOwnerAsRecipient": {
+        "operationId": "add_schedule_recipient",
+        "description": "Its owner gets an e-mail at each firing",
+        "parameters": {"schedule_id": "$response.body#/id", "person": "$response.body#/owner"},
+    },
     # The schedule's cron expression and zone read again, as a preview reads them.
     "PreviewSchedule": {
         "operationId": "preview_schedule",
@@ -199,4 +210,88 @@ def run_schedule(
 def delete_schedule(schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser) -> Response:
     """It never fires again and leaves the lists; the exports it made stay."""
     parts.schedules.delete(user, schedule_id)
+    return Response(status_code=204)
+
+
+RECIPIENT_LINKS = {
+    "RemoveRecipient": {
+        "operationId": "remove_schedule_recipient",
+        "parameters": {
+            "schedule_id": "$response.body#/schedule_id",
+            "person": "$response.body#/person",
+        },
+    },
+    "ListRecipients": {
+        "operationId": "list_schedule_recipients",
+        "parameters": {"schedule_id": "$response.body#/schedule_id"},
+    },
+    "GetSchedule": {
+        "operationId": "get_schedule",
+        "parameters": {"schedule_id": "$response.body#/schedule_id"},
+    },
+}
+
+
+@router.get(
+    "/api/schedules/{schedule_id}/recipients",
+    response_model=list[RecipientOut],
+    tags=["schedules"],
+    operation_id="list_schedule_recipients",
+    responses=problems(401, 404, 422),
+)
+def list_schedule_recipients(
+    schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser
+) -> list[RecipientOut]:
+    """The people each firing's announcement goes to by e-mail besides the schedule's owner."""
+    return [RecipientOut.of(r) for r in parts.schedules.recipients(user, schedule_id)]
+
+
+@router.put(
+    "/api/schedules/{schedule_id}/recipients/{person}",
+    response_model=RecipientOut,
+    status_code=201,
+    tags=["schedules"],
+    operation_id="add_schedule_recipient",
+    responses={
+        200: {
+            "model": RecipientOut,
+            "description": "They were a recipient already",
+            "links": RECIPIENT_LINKS,
+        },
+        201: {"description": "They get each firing's announcement from now on",
+              "links": RECIPIENT_LINKS},
+        **problems(401, 403, 404, 409, 422),
+    },
+)  # fmt: skip
+def add_schedule_recipient(
+    schedule_id: ScheduleIdIn,
+    person: PersonName,
+    parts: Parts,
+    user: CurrentUser,
+    response: Response,
+) -> RecipientOut:
+    """The person gets each firing's announcement by e-mail, with a link to the export, which
+    they may open and download while they may run its saved query themselves with the values
+    bound to the schedule's owner. The owner or an operator adds: 404 for no such person, 403
+    naming the access rule they do not pass, 409 when they have no e-mail address or one
+    outside `email_domains`."""
+    recipient, added = parts.schedules.add_recipient(user, schedule_id, person)
+    if not added:
+        response.status_code = 200
+    return RecipientOut.of(recipient)
+
+
+@router.delete(
+    "/api/schedules/{schedule_id}/recipients/{person}",
+    status_code=204,
+    tags=["schedules"],
+    operation_id="remove_schedule_recipient",
+    responses=problems(401, 404, 422),
+)
+def remove_schedule_recipient(
+    schedule_id: ScheduleIdIn, person: PersonName, parts: Parts, user: CurrentUser
+) -> Response:
+    """The person no longer gets the schedule's announcements, nor sees its exports. The owner
+    or an operator removes anyone; a recipient removes themselves."""
+    parts.schedules.remove_recipient(user, schedule_id, person)
     return Response(status_code=204)
