@@ -45,7 +45,8 @@ def test_each_recipient_with_an_address_gets_a_delivery_naming_them(db: Database
     schedule = a_schedule(db)
     for name in ("bob", "carol", "dave"):
         recipient, added = db.schedules.add_recipient(schedule.id, name, added_by="alice")
-        assert added and recipient.person == name and recipient.added_by == "alice"
+        assert added
+        assert (recipient.person, recipient.added_by) == (name, "alice")
     assert db.users.suspend_user("dave", now=datetime.now(UTC), by="operator", reason="away")
 
     job_id = ended_job_of(db, schedule, notify=True)
@@ -72,7 +73,8 @@ def test_recipients_are_added_once_and_removed(db: Database) -> None:
     schedule = a_schedule(db)
     first, added = db.schedules.add_recipient(schedule.id, "bob", added_by="alice")
     again, added_again = db.schedules.add_recipient(schedule.id, "bob", added_by="operator")
-    assert added and not added_again and again == first
+    assert (added, added_again) == (True, False)
+    assert again == first
     assert db.schedules.recipients(schedule.id) == [first]
     assert db.schedules.recipient(schedule.id, "bob") == first
 
