@@ -112,7 +112,7 @@ def site(api: dict[str, Any]) -> dict[str, Any]:
     runtime.access.create_group(olga, "finance")
     runtime.access.add_member(olga, "finance", "bob")
     values = {"job_id": job, "schedule_id": schedule, "endpoint_id": endpoint, "name": "bob",
-              "effect": "emit_failed_webhook", "group": "finance"}  # fmt: skip
+              "effect": "emit_failed_webhook", "group": "finance", "person": "bob"}  # fmt: skip
     return {**api, "values": values}
 
 
@@ -190,6 +190,8 @@ BACK = {
     "/schedules/{schedule_id}/resume": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/run": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/delete": "/schedules/{schedule_id}",
+    "/schedules/{schedule_id}/recipients": "/schedules/{schedule_id}",
+    "/schedules/{schedule_id}/recipients/{person}/remove": "/schedules/{schedule_id}",
     "/operators/side-effects/{job_id}/{effect}/redrive": "/operators/side-effects?show=waiting",
     "/operators/webhooks": "/operators/webhooks",
     "/operators/webhooks/{endpoint_id}/rotate": "/operators/webhooks",

@@ -25,11 +25,14 @@ BODIES: dict[str, Any] = {
 
 
 def operations(client: Any) -> list[tuple[str, str]]:
-    """Every authenticated operation, deletions last so that the rest find what they act on."""
+    """Every authenticated operation, deletions last so that the rest find what they act on,
+    and what a path holds deleted before the path itself (a recipient before its schedule)."""
     schema = client.get("/openapi.json").json()
     found = [(method.upper(), path) for path, item in schema["paths"].items() for method in item
              if path not in PUBLIC]  # fmt: skip
-    return sorted(found, key=lambda operation: operation[0] == "DELETE")
+    return sorted(
+        found, key=lambda op: (op[0] == "DELETE", -op[1].count("/") * (op[0] == "DELETE"))
+    )
 
 
 def call(client: Any, method: str, path: str, headers: dict[str, str], ids: dict[str, Any]) -> Any:
@@ -42,6 +45,8 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
     from reportexport.webhooks.signing import new_secret
 
     job_id = create(api).json()["id"]
+    alice = api["db"].users.user_by_name("alice")
+    api["db"].users.set_email(alice.id, "alice@example.com")  # so she may receive her schedule
     endpoint = api["db"].endpoints.add_webhook_endpoint(owner="alice", url="https://h.example.com/x",
                                               secret=new_secret())  # fmt: skip
     schedule = api["client"].post("/api/schedules", json=BODIES["POST /api/schedules"],
