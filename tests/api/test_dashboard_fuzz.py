@@ -288,11 +288,13 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
         exports.cancel(olga, stopped)
     given_up({"db": jobs_db, "runtime": runtime})
     exports.create(olga, "products", {"category": "toys"})  # queued: "E-mail me when it ends"
+    schedules = []
     for paused in (False, True):
         made = runtime.schedules.create(
             olga, "orders_of_day", {"day": {"relative": "yesterday"}}, cron="0 8 * * *",
             time_zone="UTC",
         )  # fmt: skip
+        schedules.append(made.schedule.id)
         if paused:
             runtime.schedules.pause(olga, made.schedule.id)
     runtime.webhooks.add(olga, "https://hooks.example.com/exports", owner="alice")
@@ -301,6 +303,7 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
     # Alice has an e-mail whenever an export ends: the link that stops it opens a form.
     runtime.people.set_email("alice", "alice@example.com", by=olga)
     runtime.people.set_notify_always("alice", True, by=olga)
+    runtime.schedules.add_recipient(olga, schedules[0], "alice")  # a Remove button to press
     token = sign_unsubscribe(runtime.link_secret, "alice", "alice@example.com")
     unsubscribe = f"/unsubscribe/{token}"
     with TestClient(runtime.app()) as client:
