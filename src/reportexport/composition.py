@@ -365,6 +365,7 @@ class Runtime:
             users=self.database.users,
             email_domains=self.settings.email_domain_list,
             link_secret=self.link_secret,
+            recipients=self.database.schedules,
         )
 
     @functools.cached_property

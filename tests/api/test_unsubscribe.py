@@ -106,3 +106,45 @@ def test_a_revoked_persons_link_stops_nothing(api: dict[str, Any]) -> None:
     assert api["db"].users.revoke_user("alice", now=datetime.now(UTC))
     answer = api["client"].post(f"/unsubscribe/{sign_unsubscribe(SECRET, 'alice', ALICE)}")
     assert answer.status_code == 404
+
+
+def a_schedule_received_by_bob(api: dict[str, Any]) -> int:
+    users = api["db"].users
+    users.set_email(users.user_by_name("bob").id, "bob@example.com")
+    body = {"saved_query": "products", "parameters": {"category": "toys"},
+            "cron": "0 8 * * *", "time_zone": "UTC"}  # fmt: skip
+    alice = {"Authorization": f"Bearer {api['tokens']['alice']}"}
+    made = api["client"].post("/api/schedules", json=body, headers=alice)
+    assert made.status_code == 201, made.text
+    schedule_id = int(made.json()["id"])
+    added = api["client"].put(f"/api/schedules/{schedule_id}/recipients/bob", headers=alice)
+    assert added.status_code == 201, added.text
+    return schedule_id
+
+
+def test_a_recipients_link_takes_them_off_that_schedule_alone(api: dict[str, Any]) -> None:
+    kept = a_schedule_received_by_bob(api)
+    schedule_id = a_schedule_received_by_bob(api)
+    token = sign_unsubscribe(SECRET, "bob", "bob@example.com", schedule_id=schedule_id)
+    page = api["client"].get(f"/unsubscribe/{token}")
+    assert page.status_code == 200
+    assert f"gets an e-mail each time an export of schedule #{schedule_id} ends" in page.text
+    assert api["db"].schedules.recipient(schedule_id, "bob") is not None
+    api["client"].cookies.clear()
+    answer = api["client"].post(f"/unsubscribe/{token}", data=ONE_CLICK)
+    assert answer.status_code == 200, answer.text
+    assert f"no longer gets an e-mail when an export of schedule #{schedule_id} ends" in (
+        answer.text
+    )
+    assert api["db"].schedules.recipient(schedule_id, "bob") is None
+    assert api["db"].schedules.recipient(kept, "bob") is not None
+    assert api["client"].post(f"/unsubscribe/{token}", data=ONE_CLICK).status_code == 200
+    # The same person's link for every export is another link: it did not change that.
+    assert not notify_always(api, "bob")
+
+
+def test_a_recipients_link_sent_to_another_address_stops_nothing(api: dict[str, Any]) -> None:
+    schedule_id = a_schedule_received_by_bob(api)
+    elsewhere = sign_unsubscribe(SECRET, "bob", "bob@elsewhere.example", schedule_id=schedule_id)
+    assert api["client"].post(f"/unsubscribe/{elsewhere}").status_code == 404
+    assert api["db"].schedules.recipient(schedule_id, "bob") is not None

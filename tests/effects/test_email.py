@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from reportexport.core.links import address_digest, verify_unsubscribe
+from reportexport.core.links import UnsubscribeLink, address_digest, verify_unsubscribe
 from reportexport.mail.message import Announcement, build_message, one_line, subject
 from reportexport.mail.smtp import SmtpServer
 from reportexport.objects import ObjectStore
@@ -363,7 +363,9 @@ def test_an_email_for_every_export_carries_a_one_click_unsubscribe_link(
     assert url.startswith(f"{public_url}/unsubscribe/")
     assert message["List-Unsubscribe"] == f"<{url}>"
     token = url.rsplit("/", 1)[1]
-    assert verify_unsubscribe(b"link secret", token) == ("alice", address_digest(ALICE))
+    assert verify_unsubscribe(b"link secret", token) == UnsubscribeLink(
+        "alice", address_digest(ALICE)
+    )
     one_click = "List-Unsubscribe=One-Click" if public_url.startswith("https:") else None
     assert message["List-Unsubscribe-Post"] == one_click
     text, markup = parts(message)
@@ -417,8 +419,9 @@ def test_a_schedules_recipient_is_mailed_with_who_made_them_one_until_they_may_n
     db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
     alice: str,
 ) -> None:  # fmt: skip
-    """The recipient's e-mail says whose schedule it is, and carries no owner's unsubscribe
-    link; access is asked again before each e-mail: a refusal gives that address up alone."""
+    """The recipient's e-mail says whose schedule it is, and carries a link that stops that
+    schedule's e-mails to them; access is asked again before each e-mail: a refusal gives that
+    address up alone."""
     bob, _ = db.users.add_user("bob", "user")
     db.users.set_email(bob.id, "bob@example.com")
     created = db.schedules.create(
@@ -439,6 +442,7 @@ def test_a_schedules_recipient_is_mailed_with_who_made_them_one_until_they_may_n
     first = succeeded_job(db, objects, options=options, parameters=DAY, schedule_id=schedule.id)
     runner = mail_runner(db, objects, http, clock, mailbox)
     runner.context.recipient_refusal = recipient_refusal
+    runner.context.link_secret = b"link secret"
     runner.run_once()
     (message,) = mailbox.messages_to("bob@example.com")
     assert mailbox.messages_to(alice) == []
@@ -447,7 +451,11 @@ def test_a_schedules_recipient_is_mailed_with_who_made_them_one_until_they_may_n
     assert "alice made you a recipient of this schedule." in text
     assert "alice made you a recipient of this schedule." in markup
     assert f"http://127.0.0.1:8000/jobs/{first}" in text
-    assert message["List-Unsubscribe"] is None
+    url = message["List-Unsubscribe"].removeprefix("<").removesuffix(">")
+    assert f"Stop these e-mails: {url}" in text
+    assert verify_unsubscribe(b"link secret", url.rsplit("/", 1)[1]) == UnsubscribeLink(
+        "bob", address_digest("bob@example.com"), schedule.id
+    )
     assert asked == [("bob", first)]
 
     refusals["bob"] = "the access rule queries.orders_by_day.access = finance does not include bob"

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -45,23 +46,39 @@ def verify_download(secret: bytes, token: str, *, now: float | None = None) -> t
 UNSUBSCRIBE = b"reportexport unsubscribe\x00"
 
 
-def sign_unsubscribe(secret: bytes, person: str, address: str) -> str:
+def sign_unsubscribe(
+    secret: bytes, person: str, address: str, *, schedule_id: int | None = None
+) -> str:
     """A token that stops the e-mails `person` gets at `address` when any of their exports
-    ends (an address given them later is not stopped by it)."""
-    return _signed(secret, UNSUBSCRIBE, {"u": person, "a": address_digest(address)})
+    ends, or, with `schedule_id`, those of that schedule they are a recipient of (an address
+    given them later is not stopped by it)."""
+    body: dict[str, object] = {"u": person, "a": address_digest(address)}
+    if schedule_id is not None:
+        body["s"] = schedule_id
+    return _signed(secret, UNSUBSCRIBE, body)
 
 
-def verify_unsubscribe(secret: bytes, token: str) -> tuple[str, str]:
-    """The person a valid unsubscribe token names, and the digest of the address it was sent
-    to (`address_digest`); LinkError otherwise."""
+@dataclass(frozen=True)
+class UnsubscribeLink:
+    """What a valid unsubscribe token names."""
+
+    person: str
+    address_digest: str  # of the address it was sent to (`address_digest`)
+    schedule_id: int | None = None  # the schedule it stops; None: the owner's every-export
+
+
+def verify_unsubscribe(secret: bytes, token: str) -> UnsubscribeLink:
+    """What a valid unsubscribe token names; LinkError otherwise."""
     data = _verified(secret, UNSUBSCRIBE, token, "unsubscribe link")
     try:
-        person, digest = data["u"], data["a"]
-    except (TypeError, KeyError):
+        person, digest, schedule_id = data["u"], data["a"], data.get("s")
+    except (TypeError, KeyError, AttributeError):
         raise LinkError("malformed unsubscribe link") from None
     if not (isinstance(person, str) and isinstance(digest, str)):
         raise LinkError("malformed unsubscribe link")
-    return person, digest
+    if schedule_id is not None and (type(schedule_id) is not int or schedule_id < 1):
+        raise LinkError("malformed unsubscribe link")
+    return UnsubscribeLink(person, digest, schedule_id)
 
 
 def address_digest(address: str) -> str:

@@ -8,8 +8,9 @@ header (a newline in a parameter value cannot start a header of its own). The `M
 the same for every copy of one announcement to one address, so a copy sent again after a
 runner died before recording the first is recognisable. No tracking: no images, no links but
 the one to the job's page on the dashboard and, in an e-mail sent because its owner asked for
-one whenever an export ends, the one-click unsubscribe link (RFC 8058: `List-Unsubscribe` and
-`List-Unsubscribe-Post`, a signed link that a mail provider may POST to).
+one whenever an export ends or to a schedule's recipient, the one-click unsubscribe link (RFC
+8058: `List-Unsubscribe` and `List-Unsubscribe-Post`, a signed link that a mail provider may
+POST to).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class Announcement:
     rows: int | None = None
     file_name: str | None = None
     reason: str | None = None  # why it failed, in words
-    # Sent because the owner asked for an e-mail whenever an export ends: the link that stops it.
+    # Sent because the owner asked for an e-mail whenever an export ends, or to a schedule's
+    # recipient: the link that stops it.
     unsubscribe_url: str | None = None
     # Sent to a recipient of the schedule that made the job: the schedule's owner.
     scheduled_by: str | None = None

@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from reportexport.core.links import LinkError, address_digest, verify_unsubscribe
-from reportexport.core.records import ROLES, AuditAction, AuditEntry, PeoplePage, User
+from reportexport.core.records import (
+    ROLES,
+    AuditAction,
+    AuditEntry,
+    PeoplePage,
+    Recipient,
+    User,
+)
 from reportexport.core.settings import default, host_names
 from reportexport.core.text import unsafe_text
 from reportexport.mail.message import domain_refusal, is_mailbox
@@ -35,6 +44,23 @@ MAX_UNSUBSCRIBE_TOKEN = 400
 MAX_SEARCH = 100
 
 
+class RecipientBook(Protocol):
+    """The schedules' recipients, as an unsubscribe link removes one."""
+
+    def recipient(self, schedule_id: int, person: str) -> Recipient | None: ...
+
+    def remove_recipient(self, schedule_id: int, person: str) -> bool: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unsubscribed:
+    """What an unsubscribe link names, and whether its e-mails still come (`receiving`)."""
+
+    person: User
+    schedule_id: int | None  # None: the e-mail whenever any of their exports ends
+    receiving: bool
+
+
 class PeopleService:
     def __init__(
         self,
@@ -43,11 +69,13 @@ class PeopleService:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         email_domains: Sequence[str] = host_names(default("email_domains")),
         link_secret: bytes | None = None,
+        recipients: RecipientBook | None = None,
     ) -> None:
         self.users = users
         self.clock = clock
         self.email_domains = tuple(email_domains)  # empty: any domain
         self.link_secret = link_secret  # signs the e-mails' unsubscribe links
+        self.recipients = recipients  # the schedules' recipients, whom a link removes
 
     def authenticate(self, token: str) -> User | None:
         """The person a bearer token belongs to, unless unknown or revoked."""
@@ -209,28 +237,37 @@ class PeopleService:
         assert found is not None
         return found
 
-    def unsubscribed_by_link(self, token: str, *, stop: bool) -> User:
-        """The person an e-mail's unsubscribe link names (RFC 8058), their e-mail whenever an
-        export ends turned off with `stop`; NotFoundError for a link that is malformed, forged,
+    def unsubscribed_by_link(self, token: str, *, stop: bool) -> Unsubscribed:
+        """What an e-mail's unsubscribe link (RFC 8058) stops, stopped with `stop`: the e-mail
+        its person gets whenever an export of theirs ends, or, for a link naming a schedule,
+        their place among its recipients. NotFoundError for a link that is malformed, forged,
         names no active person, or was sent to an address that is no longer theirs. The
         signature is what allows it: no session, no CSRF token (a mail provider POSTs to it
         with neither)."""
         if self.link_secret is None or len(token) > MAX_UNSUBSCRIBE_TOKEN:
             raise NotFoundError("no such unsubscribe link")
         try:
-            name, sent_to = verify_unsubscribe(self.link_secret, token)
+            link = verify_unsubscribe(self.link_secret, token)
         except LinkError:
             raise NotFoundError("no such unsubscribe link") from None
+        name = link.person
         person = self.get(name)
         if person is None or person.revoked_at is not None:
             raise NotFoundError("no such unsubscribe link")
-        if person.email is None or address_digest(person.email) != sent_to:
+        if person.email is None or address_digest(person.email) != link.address_digest:
             raise NotFoundError("no such unsubscribe link")  # sent to an address no longer theirs
+        if link.schedule_id is not None:
+            if self.recipients is None:
+                raise NotFoundError("no such unsubscribe link")
+            if stop:
+                self.recipients.remove_recipient(link.schedule_id, name)
+            receiving = self.recipients.recipient(link.schedule_id, name) is not None
+            return Unsubscribed(person=person, schedule_id=link.schedule_id, receiving=receiving)
         if stop and person.notify_always and not self.users.set_notify_always(name, False):
             raise NotFoundError("no such unsubscribe link")
         found = self.get(name)
         assert found is not None
-        return found
+        return Unsubscribed(person=found, schedule_id=None, receiving=found.notify_always)
 
     @staticmethod
     def _audit(

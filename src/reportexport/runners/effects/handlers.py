@@ -298,7 +298,8 @@ def _to_person(
             return Attempt(problem=refusal, refused=True)
         scheduled_by = job.owner
     address = delivery.address or ""
-    return _to_address(ctx, job, effect, address, event_type, now, scheduled_by=scheduled_by)
+    return _to_address(ctx, job, effect, address, event_type, now, scheduled_by=scheduled_by,
+                       recipient=delivery.person)  # fmt: skip
 
 
 def _to_address(
@@ -310,6 +311,7 @@ def _to_address(
     now: datetime,
     *,
     scheduled_by: str | None = None,
+    recipient: str | None = None,
 ) -> Attempt:
     if ctx.mail is None:  # a setting changes with a restart, then an operator re-drives
         return Attempt(problem=NO_SMTP_SERVER, refused=True)
@@ -326,8 +328,9 @@ def _to_address(
             refused=True,
         )
     said = announcement(ctx, job, effect, succeeded=event_type == "export.succeeded")
-    if scheduled_by is not None:
-        said = replace(said, scheduled_by=scheduled_by)
+    if scheduled_by is not None and job.schedule_id is not None:
+        stop = link_to_stop(ctx, recipient or "", address, job.schedule_id)
+        said = replace(said, scheduled_by=scheduled_by, unsubscribe_url=stop)
     else:
         said = replace(said, unsubscribe_url=unsubscribe_url(ctx, job.owner, address))
     message = build_message(
@@ -351,7 +354,17 @@ def unsubscribe_url(ctx: Context, owner: str, address: str) -> str | None:
         return None
     if person.email.lower() != address.lower():
         return None
-    token = sign_unsubscribe(ctx.link_secret, person.name, address)
+    return link_to_stop(ctx, person.name, address)
+
+
+def link_to_stop(
+    ctx: Context, person: str, address: str, schedule_id: int | None = None
+) -> str | None:
+    """The one-click link that stops `person`'s e-mails at `address`: those of every export
+    of theirs, or with `schedule_id` those of that schedule (None without a link secret)."""
+    if ctx.link_secret is None:
+        return None
+    token = sign_unsubscribe(ctx.link_secret, person, address, schedule_id=schedule_id)
     return f"{ctx.public_url.rstrip('/')}/unsubscribe/{token}"
 
 

@@ -1,5 +1,5 @@
 """The one-click unsubscribe link of an e-mail (RFC 8058): `POST /unsubscribe/TOKEN` stops the
-e-mails its person gets whenever one of their exports ends.
+e-mails its person gets whenever one of their exports ends, or those of the schedule it names.
 
 A mail provider POSTs `List-Unsubscribe=One-Click` to the link without a session or a CSRF
 token, so the link's signature is what allows it. A GET changes nothing (link checkers open
@@ -34,11 +34,11 @@ async def stop(request: Request, token: str) -> Response:
 
 async def _answer(request: Request, token: str, *, stop: bool) -> Response:
     try:
-        person = await run_in_threadpool(parts(request).people.unsubscribed_by_link, token,
-                                         stop=stop)  # fmt: skip
+        said = await run_in_threadpool(parts(request).people.unsubscribed_by_link, token,
+                                       stop=stop)  # fmt: skip
     except NotFoundError:
         return _unknown(request)
-    return page(request, "unsubscribe.html", None, person=person, token=token, stopped=stop)
+    return page(request, "unsubscribe.html", None, said=said, token=token)
 
 
 def _unknown(request: Request) -> Response:
