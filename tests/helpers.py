@@ -37,6 +37,7 @@ from reportexport.objects import ObjectStore, final_key
 from reportexport.objects.s3 import S3ObjectStore
 from reportexport.runners.effects.handlers import Context
 from reportexport.runners.effects.runner import EffectsRunner, RunnerSettings
+from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.services.exports import Acting
 from reportexport.store import (
     Database,
@@ -530,6 +531,18 @@ def succeeded_job(
         [Outcome(lease=claim.lease, to_status="succeeded", published=published)]
     )
     return job.id
+
+
+def run_by_a_worker(db: Database, catalog: Catalog, objects: ObjectStore, job_id: int) -> str:
+    """A worker runs until the job ends; its end status."""
+    worker = Worker(db, catalog, objects, WorkerSettings(poll_seconds=0.1))
+    worker.start()
+    try:
+        wait_for(lambda: db.jobs.get_job(job_id).job.finished_at is not None, 60,
+                 f"export {job_id} to end")  # fmt: skip
+    finally:
+        worker.stop(grace_seconds=0)
+    return db.jobs.get_job(job_id).job.status
 
 
 def failed_job(db: Database, owner: str = "alice", **fields: object) -> int:

@@ -15,7 +15,7 @@ from reportexport.objects import ObjectStore
 from reportexport.services.exports import Acting
 from reportexport.store import Database
 from tests.dashboard_session import Signed, sign_in
-from tests.helpers import API_QUERIES, catalog_for, runtime_for
+from tests.helpers import API_QUERIES, catalog_for, run_by_a_worker, runtime_for
 
 
 @pytest.fixture
@@ -32,7 +32,15 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
         alice, "products", {"category": "toys"}, cron="0 8 * * *", time_zone="UTC"
     ).schedule.id
     with TestClient(runtime.app()) as client:
-        yield {"client": client, "tokens": tokens, "runtime": runtime, "schedule": schedule}
+        yield {
+            "client": client,
+            "tokens": tokens,
+            "runtime": runtime,
+            "schedule": schedule,
+            "db": jobs_db,
+            "catalog": catalog,
+            "objects": local_objects,
+        }
 
 
 def signed(site: Any, who: str) -> Signed:
@@ -79,6 +87,7 @@ def test_a_recipient_opens_the_export_and_not_the_schedule(site: Any) -> None:
     alice = Acting(name="alice")
     runtime.schedules.add_recipient(alice, site["schedule"], "bob")
     job = runtime.schedules.run_now(alice, site["schedule"]).job.id
+    assert run_by_a_worker(site["db"], site["catalog"], site["objects"], job) == "succeeded"
     bob = signed(site, "bob")
     shown = site["client"].get(f"/jobs/{job}", headers=bob.headers)
     assert shown.status_code == 200
@@ -86,8 +95,9 @@ def test_a_recipient_opens_the_export_and_not_the_schedule(site: Any) -> None:
     assert 'id="received"' in shown.text
     assert 'id="rerun"' not in shown.text
     assert f'action="/jobs/{job}/cancel"' not in shown.text
+    assert 'id="download"' in shown.text
     mine = site["client"].get(f"/jobs/{job}", headers=signed(site, "alice").headers)
-    assert f'action="/jobs/{job}/cancel"' in mine.text
+    assert 'id="rerun"' in mine.text
     assert 'id="received"' not in mine.text
     other = site["client"].get(f"/schedules/{site['schedule']}", headers=bob.headers)
     assert other.status_code == 404

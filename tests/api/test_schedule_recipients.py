@@ -4,7 +4,6 @@ with the owner's bound values, and has an address), what a recipient may do with
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,10 +14,9 @@ from fastapi.testclient import TestClient
 
 from reportexport.core.records import AuditFilter
 from reportexport.objects import ObjectStore
-from reportexport.runners.worker import Worker, WorkerSettings
 from reportexport.store import Database
 from tests.effects.smtp_server import Mailbox, running_mailbox
-from tests.helpers import API_QUERIES, auth, catalog_for, runtime_for
+from tests.helpers import API_QUERIES, auth, catalog_for, run_by_a_worker, runtime_for
 
 QUERIES: dict[str, Any] = {
     **API_QUERIES,
@@ -75,16 +73,7 @@ def ran(api: dict[str, Any], schedule_id: int) -> int:
     made = call(api, "alice", "POST", f"/api/schedules/{schedule_id}/run")
     assert made.status_code == 201, made.text
     job_id = int(made.json()["id"])
-    db = api["db"]
-    worker = Worker(db, api["catalog"], api["objects"], WorkerSettings(poll_seconds=0.1))
-    worker.start()
-    try:
-        deadline = time.monotonic() + 60
-        while db.jobs.get_job(job_id).job.finished_at is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        worker.stop(grace_seconds=0)
-    assert db.jobs.get_job(job_id).job.status == "succeeded"
+    assert run_by_a_worker(api["db"], api["catalog"], api["objects"], job_id) == "succeeded"
     return job_id
 
 
@@ -111,7 +100,8 @@ def test_a_recipient_is_a_person_with_an_address(api: dict[str, Any]) -> None:
     assert unknown.status_code == 404
     assert "no person 'nobody'" in unknown.json()["detail"]
     no_address = add(api, "alice", schedule_id, "dan")
-    assert no_address.status_code == 409
+    assert no_address.status_code == 422
+    assert (no_address.json()["parameter"], no_address.json()["rule"]) == ("person", "email")
     assert "dan has no e-mail address" in no_address.json()["detail"]
     assert api["db"].users.revoke_user("carol", now=datetime.now(UTC))
     assert add(api, "alice", schedule_id, "carol").status_code == 404
@@ -121,10 +111,17 @@ def test_a_person_receives_only_what_they_may_run_themselves(api: dict[str, Any]
     call(api, "olga", "POST", "/api/groups", json={"name": "finance"})
     call(api, "olga", "PUT", "/api/groups/finance/members/alice")
     invoices = schedule_of(api, "alice", "invoices")
+    # The owner learns that bob may not, not which of bob's groups or attributes is missing.
     refused = add(api, "alice", invoices, "bob")
     assert refused.status_code == 403
-    assert refused.json()["access_rule"] == "queries.invoices.access"
-    assert "bob may not receive 'invoices'" in refused.json()["detail"]
+    assert "access_rule" not in refused.json()
+    assert refused.json()["detail"] == (
+        "bob may not receive 'invoices': they may not run it as its owner does"
+    )
+    told = add(api, "olga", invoices, "bob")
+    assert told.status_code == 403
+    assert told.json()["access_rule"] == "queries.invoices.access"
+    assert "does not include bob" in told.json()["detail"]
     call(api, "olga", "PUT", "/api/groups/finance/members/bob")
     assert add(api, "alice", invoices, "bob").status_code == 201
 
@@ -133,9 +130,11 @@ def test_a_person_receives_only_what_they_may_run_themselves(api: dict[str, Any]
                       json={"value": country})  # fmt: skip
         assert answer.status_code in (200, 201, 204), answer.text
     customers = schedule_of(api, "alice", "my_customers")
-    other_country = add(api, "alice", customers, "bob")
+    assert add(api, "alice", customers, "bob").status_code == 403
+    other_country = add(api, "olga", customers, "bob")
     assert other_country.status_code == 403
     assert other_country.json()["access_rule"] == "parameters.country.bind"
+    assert "whose value for bob is not alice's" in other_country.json()["detail"]
     assert add(api, "alice", customers, "carol").status_code == 201
 
 
@@ -146,15 +145,28 @@ def test_a_recipient_sees_and_downloads_the_export_and_changes_nothing(
     assert add(api, "alice", schedule_id, "bob").status_code == 201
     job_id = ran(api, schedule_id)
 
+    download = call(api, "alice", "GET", f"/api/exports/{job_id}/download",
+                    follow_redirects=False)  # fmt: skip
+    assert download.status_code == 302, download.text
     shown = call(api, "bob", "GET", f"/api/exports/{job_id}")
     assert shown.status_code == 200, shown.text
-    assert shown.json()["job"]["owner"] == "alice"
-    assert shown.json()["deliveries"] == []  # the owner's destinations are the owner's
+    seen = shown.json()
+    assert seen["job"]["owner"] == "alice"
+    # What the owner's destinations were, who downloaded, and why: the owner's.
+    assert (seen["deliveries"], seen["downloads"]) == ([], [])
+    assert [e["last_error"] for e in seen["side_effects"]] == [None] * len(seen["side_effects"])
     download = call(api, "bob", "GET", f"/api/exports/{job_id}/download", follow_redirects=False)
     assert download.status_code == 302, download.text
+    assert call(api, "bob", "GET", f"/api/exports/{job_id}/schema").status_code == 200
     for method, path in (("POST", f"/api/exports/{job_id}/rerun"),
-                         ("POST", f"/api/exports/{job_id}/cancel")):  # fmt: skip
+                         ("POST", f"/api/exports/{job_id}/cancel"),
+                         ("POST", f"/api/exports/{job_id}/notify")):  # fmt: skip
         assert call(api, "bob", method, path).status_code == 404, path
+    # The owner sees that bob was sent it, by name; an operator sees the address.
+    owners = call(api, "alice", "GET", f"/api/exports/{job_id}").json()["deliveries"]
+    assert [(d["address"], d["last_error"]) for d in owners] == [("bob", None)]
+    operators = call(api, "olga", "GET", f"/api/exports/{job_id}").json()["deliveries"]
+    assert [d["address"] for d in operators] == ["bob@example.com"]
     assert call(api, "carol", "GET", f"/api/exports/{job_id}").status_code == 404
 
     removed = call(api, "bob", "DELETE", f"/api/schedules/{schedule_id}/recipients/bob")
@@ -173,6 +185,16 @@ def test_a_recipient_who_loses_access_no_longer_sees_the_export(api: dict[str, A
     job_id = ran(api, schedule_id)
     assert call(api, "bob", "GET", f"/api/exports/{job_id}").status_code == 200
     call(api, "olga", "DELETE", "/api/groups/finance/members/bob")
+    assert call(api, "bob", "GET", f"/api/exports/{job_id}").status_code == 404
+    assert call(api, "alice", "GET", f"/api/exports/{job_id}").status_code == 200
+
+
+def test_a_deleted_schedules_recipients_no_longer_see_its_exports(api: dict[str, Any]) -> None:
+    schedule_id = schedule_of(api, "alice", "products", category="toys")
+    assert add(api, "alice", schedule_id, "bob").status_code == 201
+    job_id = ran(api, schedule_id)
+    assert call(api, "bob", "GET", f"/api/exports/{job_id}").status_code == 200
+    assert call(api, "alice", "DELETE", f"/api/schedules/{schedule_id}").status_code == 204
     assert call(api, "bob", "GET", f"/api/exports/{job_id}").status_code == 404
     assert call(api, "alice", "GET", f"/api/exports/{job_id}").status_code == 200
 

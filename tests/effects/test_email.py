@@ -434,8 +434,8 @@ def test_a_schedules_recipient_is_mailed_with_who_made_them_one_until_they_may_n
     asked: list[tuple[str, int]] = []
     refusals = {"bob": None}
 
-    def recipient_refusal(person: str, job: Any) -> str | None:
-        asked.append((person, job.id))
+    def recipient_refusal(person: str, job: Any, address: str) -> str | None:
+        asked.append((person, job.id, address))
         return refusals[person]
 
     options = {**ORDERS, "notify": False}
@@ -456,7 +456,7 @@ def test_a_schedules_recipient_is_mailed_with_who_made_them_one_until_they_may_n
     assert verify_unsubscribe(b"link secret", url.rsplit("/", 1)[1]) == UnsubscribeLink(
         "bob", address_digest("bob@example.com"), schedule.id
     )
-    assert asked == [("bob", first)]
+    assert asked == [("bob", first, "bob@example.com")]
 
     refusals["bob"] = "the access rule queries.orders_by_day.access = finance does not include bob"
     second = succeeded_job(db, objects, options=options, parameters=DAY, schedule_id=schedule.id)
@@ -466,3 +466,30 @@ def test_a_schedules_recipient_is_mailed_with_who_made_them_one_until_they_may_n
     assert (delivery.person, delivery.attempts) == ("bob", 1)
     assert delivery.given_up_at is not None
     assert delivery.last_error == refusals["bob"]
+
+
+def test_an_owner_who_receives_their_own_schedule_gets_a_link_that_stops_it_alone(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    alice: str,
+) -> None:  # fmt: skip
+    created = db.schedules.create(
+        owner="alice", saved_query="orders_by_day", parameters=DAY, cron="0 6 * * *",
+        time_zone="UTC", ends_at=None, next_fire_at=None, created_by="alice", max_per_owner=5,
+    )  # fmt: skip
+    assert created is not None
+    schedule = created[0]
+    db.schedules.add_recipient(schedule.id, "alice", added_by="alice")
+    runner = mail_runner(db, objects, http, clock, mailbox)
+    runner.context.link_secret = b"link secret"
+    runner.context.recipient_refusal = lambda person, job, address: None
+    options = {**ORDERS, "notify": False}
+    succeeded_job(db, objects, options=options, parameters=DAY, schedule_id=schedule.id)
+    runner.run_once()
+    (message,) = mailbox.messages_to(alice)
+    text, _ = parts(message)
+    assert "Your export Orders of one day is ready." in text
+    assert "You asked for an e-mail each time this schedule makes an export." in text
+    url = message["List-Unsubscribe"].removeprefix("<").removesuffix(">")
+    assert verify_unsubscribe(b"link secret", url.rsplit("/", 1)[1]) == UnsubscribeLink(
+        "alice", address_digest(ALICE), schedule.id
+    )

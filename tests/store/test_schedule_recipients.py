@@ -94,3 +94,14 @@ def test_a_job_made_by_no_schedule_goes_to_no_recipient(db: Database) -> None:
     outcome = Outcome(lease=claim.lease, to_status="succeeded", published=published())
     assert db.queue.finish_jobs([outcome]) == [True]
     assert db.deliveries.job_deliveries(job.id) == []
+
+
+def test_a_deleted_schedules_recipients_are_sent_nothing(db: Database) -> None:
+    """A job still running when its schedule was deleted ends without its recipients."""
+    person(db, "alice", None)
+    person(db, "bob", "bob@example.com")
+    schedule = a_schedule(db)
+    db.schedules.add_recipient(schedule.id, "bob", added_by="alice")
+    assert db.schedules.delete(schedule.id, now=datetime.now(UTC))
+    assert db.deliveries.job_deliveries(ended_job_of(db, schedule)) == []
+    assert db.schedules.recipient(schedule.id, "bob") is None

@@ -59,6 +59,8 @@ class Announcement:
     unsubscribe_url: str | None = None
     # Sent to a recipient of the schedule that made the job: the schedule's owner.
     scheduled_by: str | None = None
+    # Sent to the owner as a recipient of their own schedule (each of its firings).
+    each_firing: bool = False
 
 
 def is_mailbox(address: str) -> bool:
@@ -185,6 +187,8 @@ def _text(announcement: Announcement) -> str:
 def _why(announcement: Announcement) -> str:
     if announcement.scheduled_by is not None:
         return f"{announcement.scheduled_by} made you a recipient of this schedule."
+    if announcement.each_firing:
+        return "You asked for an e-mail each time this schedule makes an export."
     if announcement.unsubscribe_url is not None:
         return "You asked to be told by e-mail whenever one of your exports ends."
     return "You asked to be told by e-mail when this export ends."

@@ -542,33 +542,50 @@ class ExportService:
         firing = None
         if detail.job.schedule_id is not None and self.firings is not None:
             firing = self.firings.firing_of_job(detail.job.id)
-        previous = self.jobs.previous_success(detail.job) if with_previous else None
+        previous = self.jobs.previous_success(detail.job) if with_previous and mine else None
         return JobView(
             detail=detail,
             downloads=self.downloads.job_downloads(detail.job.id) if mine else [],
             firing=firing,
             previous=previous,
-            deliveries=tuple(self._deliveries().job_deliveries(detail.job.id))
+            deliveries=self._deliveries_for(person, detail.job)
             if with_deliveries and self.deliveries is not None and mine
             else (),
         )
 
+    def _deliveries_for(self, person: Person, job: Job) -> tuple[Delivery, ...]:
+        """Where `job`'s announcements went, as `person` (its owner, or an operator) may see
+        them: an owner sees their recipients by name, not their addresses nor why an e-mail
+        to one was given up (that may say what the recipient's access is)."""
+        found = self._deliveries().job_deliveries(job.id)
+        if person.is_operator:
+            return tuple(found)
+        return tuple(
+            replace(d, address=d.person, last_error=None)
+            if d.person is not None and d.person != job.owner
+            else d
+            for d in found
+        )
+
     def _received(self, person: Person, job: Job) -> bool:
-        """Does `person` see `job` as a recipient of the schedule that made it? While they are
-        one and may run its saved query with its bound values (a recipient sees and downloads,
-        and changes nothing)."""
-        if job.schedule_id is None or self.firings is None:
-            return False
-        if self.firings.recipient(job.schedule_id, person.name) is None:
-            return False
+        """Does `person` see `job` as a recipient of the schedule that made it?"""
         return self.recipient_job_refusal(person.name, job) is None
 
-    def recipient_job_refusal(self, name: str, job: Job) -> str | None:
-        """Why `name` may not see `job`'s file as a recipient of its schedule now (None when
-        they may): they may run its saved query, with the job's bound values as theirs."""
+    def recipient_job_refusal(self, name: str, job: Job, address: str | None = None) -> str | None:
+        """Why `name` may not see `job` (nor be sent its announcement at `address`) as a
+        recipient of the schedule that made it, or None when they may: while they are one (of
+        a schedule not deleted), may run its saved query with the job's bound values as theirs,
+        and (`address`) that is still their address. A recipient sees and downloads; they
+        change nothing."""
+        if job.schedule_id is None or self.firings is None:
+            return f"export {job.id} was made by no schedule"
+        if self.firings.recipient(job.schedule_id, name) is None:
+            return f"{name} is no longer a recipient of schedule {job.schedule_id}"
         member = self.known_member(name)
         if member is None:
             return f"{name} is no longer a person of this service, or is suspended"
+        if address is not None and (member.email or "").lower() != address.lower():
+            return f"{name}'s address is no longer {address}"
         query = self.catalog.queries.get(job.saved_query)
         if query is None:
             return f"the saved query {quoted(job.saved_query)} is no longer in the catalog"
@@ -604,7 +621,7 @@ class ExportService:
         found = self.jobs.jobs_by_ids(wanted) if wanted else []
         if person is None or person.is_operator:
             return found
-        return [job for job in found if job.owner == person.name]
+        return [job for job in found if job.owner == person.name or self._received(person, job)]
 
     def jobs_of(
         self,

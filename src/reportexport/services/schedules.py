@@ -33,6 +33,7 @@ from reportexport.mail.message import domain_refusal
 from reportexport.services.errors import (
     AccessRefusedError,
     ConflictError,
+    ForbiddenError,
     InvalidInputError,
     KeyReusedError,
     NotFoundError,
@@ -313,29 +314,41 @@ class ScheduleService:
         """`name` gets each firing's announcement by e-mail, with a link to the export they
         may open; True when added now, False when they were a recipient already.
 
-        The schedule's owner or an operator adds; the recipient is a person of this service
-        (NotFoundError) who may run the saved query with the values bound to the owner
-        (AccessRefusedError: a person receives only what they may run themselves), with an
-        e-mail address it may go to (ConflictError)."""
+        The schedule's owner or an operator adds (the owner themself too: an e-mail at each
+        firing of this schedule alone). The recipient is a person of this service
+        (NotFoundError) who may run the saved query with the values bound to the owner (a
+        person receives only what they may run themselves: ForbiddenError, naming the rule to
+        operators alone, as what groups and attributes someone has is theirs to know), with an
+        e-mail address it may go to (InvalidInputError naming `person`)."""
         schedule = self._mine(by, schedule_id)
         member = self.exports.known_member(name) if PERSON_NAME.fullmatch(name) else None
         if member is None:
             raise NotFoundError(f"no person {quoted(name)}")
         refusal = self.exports.recipient_refusal(member, schedule.owner, schedule.saved_query)
         if refusal is not None:
-            detail = (
-                f"{name} may not receive {quoted(schedule.saved_query)}: {refusal.reason_for(name)}"
-            )
-            raise AccessRefusedError(detail, access_rule=refusal.names)
+            cannot = f"{name} may not receive {quoted(schedule.saved_query)}"
+            if not by.is_operator:
+                raise ForbiddenError(f"{cannot}: they may not run it as its owner does")
+            why = refusal.reason_for(name)
+            if refusal.changed:  # a bound value other than the owner's, not a job's
+                why = (
+                    f"its parameter {refusal.parameter} is bound to the attribute "
+                    f"{refusal.attribute}, whose value for {name} is not {schedule.owner}'s"
+                )
+            raise AccessRefusedError(f"{cannot}: {why}", access_rule=refusal.names)
         if member.email is None:
-            raise ConflictError(
+            raise InvalidInputError(
+                "person", "email",
                 f"{name} has no e-mail address; an operator sets one "
                 f"(reportexport users email {name} ADDRESS)",
                 title="No e-mail address",
-            )
-        outside = domain_refusal(member.email, self.exports.email_domains)
-        if outside is not None:
-            raise ConflictError(f"{name}'s address: {outside}", title="Address not allowed")
+            )  # fmt: skip
+        if domain_refusal(member.email, self.exports.email_domains) is not None:
+            raise InvalidInputError(
+                "person", "email",
+                f"{name}'s address is outside the domains e-mail goes to (email_domains)",
+                title="Address not allowed",
+            )  # fmt: skip
         audit = self._audit(by, schedule, "add_recipient", name)
         return self.schedules.add_recipient(schedule.id, name, added_by=by.name, audit=audit)
 

@@ -110,9 +110,9 @@ class Context:
     # link that stops it (None: e-mails carry no unsubscribe link).
     users: Users | None = None
     link_secret: bytes | None = None
-    # Why a person other than the owner (a schedule's recipient) may not see a job's file now;
-    # None when they may. Without it, e-mails go to owners alone.
-    recipient_refusal: Callable[[str, Job], str | None] | None = None
+    # Why a person other than the owner (a schedule's recipient) may not be sent a job's
+    # announcement at an address now; None when they may. Without it, e-mails go to owners alone.
+    recipient_refusal: Callable[[str, Job, str], str | None] | None = None
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -293,7 +293,7 @@ def _to_person(
     if delivery.person is not None and delivery.person != job.owner:
         if ctx.recipient_refusal is None:
             return Attempt(problem="this runner sends e-mails to owners only", refused=True)
-        refusal = ctx.recipient_refusal(delivery.person, job)
+        refusal = ctx.recipient_refusal(delivery.person, job, delivery.address or "")
         if refusal is not None:
             return Attempt(problem=refusal, refused=True)
         scheduled_by = job.owner
@@ -332,7 +332,12 @@ def _to_address(
         stop = link_to_stop(ctx, recipient or "", address, job.schedule_id)
         said = replace(said, scheduled_by=scheduled_by, unsubscribe_url=stop)
     else:
-        said = replace(said, unsubscribe_url=unsubscribe_url(ctx, job.owner, address))
+        stop = unsubscribe_url(ctx, job.owner, address)
+        if stop is None and _owner_receives_schedule(ctx, job, address):
+            assert job.schedule_id is not None
+            stop = link_to_stop(ctx, job.owner, address, job.schedule_id)
+            said = replace(said, each_firing=True)
+        said = replace(said, unsubscribe_url=stop)
     message = build_message(
         said,
         sender=ctx.mail.sender,
@@ -355,6 +360,14 @@ def unsubscribe_url(ctx: Context, owner: str, address: str) -> str | None:
     if person.email.lower() != address.lower():
         return None
     return link_to_stop(ctx, person.name, address)
+
+
+def _owner_receives_schedule(ctx: Context, job: Job, address: str) -> bool:
+    """Is the owner one of the recipients of the schedule that made `job` (an e-mail at each
+    of its firings, asked for that schedule alone)?"""
+    if job.schedule_id is None or ctx.recipient_refusal is None:
+        return False
+    return ctx.recipient_refusal(job.owner, job, address) is None
 
 
 def link_to_stop(

@@ -706,8 +706,9 @@ ON CONFLICT (schedule_id, person) DO NOTHING
 RETURNING *;
 
 -- schedule_recipient --
--- One recipient of a schedule, if they are one.
-SELECT * FROM schedule_recipients WHERE schedule_id = :schedule_id AND person = :person;
+-- One recipient of a schedule, if they are one and it is not deleted.
+SELECT r.* FROM schedule_recipients r JOIN schedules s ON s.id = r.schedule_id
+ WHERE r.schedule_id = :schedule_id AND r.person = :person AND s.deleted_at IS NULL;
 
 -- remove_schedule_recipient --
 -- A recipient removed: the announcements of jobs that end later no longer go to them.

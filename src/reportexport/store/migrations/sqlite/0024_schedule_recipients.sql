@@ -4,8 +4,8 @@
 -- now names the person whose address it goes to (`person`; NULL for webhook endpoints, chat
 -- channels and deliveries fixed before this migration): whose access is checked before sending
 -- and whose one-click link it carries. The trigger of 0022 is made again: it now also fixes,
--- for a job made by a schedule, one e-mail delivery per recipient with an address who is
--- neither revoked nor suspended; an address already fixed for the job (its owner's) is not
+-- for a job made by a schedule not deleted, one e-mail delivery per recipient with an address
+-- who is neither revoked nor suspended; an address already fixed for the job (its owner's) is not
 -- fixed twice.
 
 CREATE TABLE schedule_recipients (
@@ -36,7 +36,8 @@ BEGIN
     INSERT OR IGNORE INTO deliveries (job_id, effect, address, person)
     SELECT NEW.job_id, NEW.effect, u.email, u.name
       FROM jobs j
-      JOIN schedule_recipients r ON r.schedule_id = j.schedule_id
+      JOIN schedules s ON s.id = j.schedule_id AND s.deleted_at IS NULL
+      JOIN schedule_recipients r ON r.schedule_id = s.id
       JOIN users u ON u.name = r.person
      WHERE j.id = NEW.job_id AND u.email IS NOT NULL
        AND u.revoked_at IS NULL AND u.suspended_at IS NULL
