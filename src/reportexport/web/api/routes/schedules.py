@@ -260,7 +260,7 @@ def list_schedule_recipients(
         },
         201: {"description": "They get each firing's announcement from now on",
               "links": RECIPIENT_LINKS},
-        **problems(401, 403, 404, 409, 422),
+        **problems(401, 403, 404, 422),
     },
 )  # fmt: skip
 def add_schedule_recipient(
@@ -272,9 +272,10 @@ def add_schedule_recipient(
 ) -> RecipientOut:
     """The person gets each firing's announcement by e-mail, with a link to the export, which
     they may open and download while they may run its saved query themselves with the values
-    bound to the schedule's owner. The owner or an operator adds: 404 for no such person, 403
-    naming the access rule they do not pass, 409 when they have no e-mail address or one
-    outside `email_domains`."""
+    bound to the schedule's owner. The owner or an operator adds (the owner themself too: an
+    e-mail at each firing): 404 for no such person, 403 when they may not run it (naming the
+    access rule to operators alone), 422 naming `person` when they have no e-mail address or
+    one outside `email_domains`."""
     recipient, added = parts.schedules.add_recipient(user, schedule_id, person)
     if not added:
         response.status_code = 200
