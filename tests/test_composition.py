@@ -157,3 +157,22 @@ def test_e_mail_is_sent_as_the_smtp_settings_say_or_not_at_all(
     server = runtime.smtp_server()
     found = None if server is None else (server.host, server.port, server.security, server.sender)
     assert found == expected
+
+
+def test_an_effects_process_without_a_catalog_announces_and_gives_recipients_up_with_why(
+    tmp_path: Path,
+) -> None:
+    """`reportexport effects` runs without a catalog, as it always did: owners, webhooks and
+    chat are announced to; a schedule's recipient, whose access only the catalog can tell, is
+    given up with the reason instead of mailed unchecked."""
+    from tests.helpers import new_job
+
+    settings = composition.load_settings(environ={"REPORTEXPORT_HOME": str(tmp_path)})
+    with composition.running(settings) as runtime:
+        runtime.database.schema.upgrade()
+        job = runtime.database.jobs.create_job(new_job())[0]
+        refusal = runtime.effects_runner(restart_loops=False).context.recipient_refusal
+        assert refusal is not None
+        said = refusal("bob", job, "bob@example.com")
+    assert said is not None
+    assert said.startswith("a recipient's access cannot be checked by this process: no catalog")

@@ -27,7 +27,14 @@ from reportexport.core import lifecycle
 from reportexport.core.catalog import Catalog, CatalogError, load_catalog
 from reportexport.core.fixture import packaged_fixture_path
 from reportexport.core.parameters import ParameterError
-from reportexport.core.records import Heartbeat, MetricsSnapshot, ProcessKind, Schedule, SourceCap
+from reportexport.core.records import (
+    Heartbeat,
+    Job,
+    MetricsSnapshot,
+    ProcessKind,
+    Schedule,
+    SourceCap,
+)
 from reportexport.core.settings import Settings, SettingsError
 from reportexport.core.text import printable
 from reportexport.objects import (
@@ -474,6 +481,17 @@ class Runtime:
             process=f"{socket.gethostname()}-{os.getpid()}",
         )
 
+    def _recipient_refusal(self) -> Callable[[str, Job, str], str | None]:
+        """How the effects runner asks whether a schedule's recipient may be sent an export:
+        the export service's rules, which read the catalog. An effects process without a
+        catalog still announces to owners, webhooks and chat; each recipient's e-mail is given
+        up with the reason (an operator re-drives it once the catalog is set)."""
+        try:
+            return self.exports.recipient_job_refusal
+        except SetupError as exc:
+            reason = f"a recipient's access cannot be checked by this process: {exc}"
+            return lambda person, job, address: reason
+
     def effects_runner(self, *, restart_loops: bool = True) -> EffectsRunner:
         from reportexport.runners.effects.backoff import RetryPolicy
         from reportexport.runners.effects.handlers import Context
@@ -495,7 +513,7 @@ class Runtime:
             chat_hosts=settings.chat_host_list,
             users=self.database.users,
             link_secret=self.link_secret,
-            recipient_refusal=self.exports.recipient_job_refusal,
+            recipient_refusal=self._recipient_refusal(),
         )
         try:
             return EffectsRunner(
