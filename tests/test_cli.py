@@ -534,8 +534,8 @@ def test_schedules_recipients_adds_removes_and_lists(
     create = ["schedules", "create", "orders_by_day", "--cron", "0 8 * * *",
               "--time-zone", "UTC", "--relative", "day=yesterday"]  # fmt: skip
     assert cli.main(create) == 0, capsys.readouterr()
-    assert cli.main(["schedules", "recipients", "1", "--add", "operator"]) == 1
-    assert "HTTP 409 No e-mail address: operator has no e-mail address" in capsys.readouterr().err
+    assert cli.main(["schedules", "recipients", "1", "--add", "operator"]) == 2
+    assert "HTTP 422 No e-mail address: operator has no e-mail address" in capsys.readouterr().err
     assert cli.main(["users", "email", "operator", "operator@example.com"]) == 0
     capsys.readouterr()
     assert cli.main(["schedules", "recipients", "1", "--add", "operator"]) == 0

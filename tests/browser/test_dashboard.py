@@ -515,3 +515,31 @@ def test_an_emails_unsubscribe_link_asks_first_then_stops_the_emails(
     assert f"{name} no longer gets an e-mail" in page.text_content("#unsubscribed")
     accessible(page)
     shot(watched, "unsubscribed")
+
+
+def test_a_recipients_unsubscribe_link_takes_them_off_that_schedule(
+    watched: Watched, service: dict[str, Any]
+) -> None:
+    """The link in a schedule's e-mail to one of its recipients, opened signed out: a page
+    that changes nothing until its button is pressed, then says that schedule's e-mails stop;
+    both pass axe."""
+    name = f"dora-{watched.viewport}"
+    for command in (["users", "add", name], ["users", "email", name, f"{name}@example.com"]):
+        subprocess.run([sys.executable, "-m", "reportexport", *command], env=service["env"],
+                       check=True, capture_output=True)  # fmt: skip
+    body = {"saved_query": "slow", "cron": "0 8 * * *", "time_zone": "UTC"}
+    schedule = api(service, "POST", "/api/schedules", json=body)["id"]
+    api(service, "PUT", f"/api/schedules/{schedule}/recipients/{name}")
+    secret = (service["home"] / "link-secret").read_text().strip().encode()
+    token = sign_unsubscribe(secret, name, f"{name}@example.com", schedule_id=schedule)
+    page = watched.page
+    page.goto(f"/unsubscribe/{token}")
+    page.wait_for_selector("#unsubscribe")
+    accessible(page)
+    page.click("#unsubscribe")
+    page.wait_for_selector("#unsubscribed")
+    said = page.text_content("#unsubscribed") or ""
+    assert f"{name} no longer gets an e-mail when an export of schedule #{schedule} ends" in said
+    assert api(service, "GET", f"/api/schedules/{schedule}/recipients") == []
+    accessible(page)
+    shot(watched, "unsubscribed-from-a-schedule")

@@ -12,6 +12,8 @@ a phone viewport, each page checked by axe-core and photographed under var/scree
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -288,6 +290,19 @@ def test_a_user_schedules_orders_of_yesterday_every_day_at_eight_in_paris(
         accessible(page)
         fits(page)
         shot(watched, "schedules-2-schedule")
+        # A recipient, added on the page: the operator, who has an address and may run it.
+        subprocess.run([sys.executable, "-m", "reportexport", "users", "email", "operator",
+                        "operator@example.com"], env=service["env"], check=True,
+                       capture_output=True)  # fmt: skip
+        page.fill("#recipient-person", "operator")
+        page.click("#add-recipient-button")
+        page.wait_for_selector("#recipients [data-recipient=operator]")
+        assert "operator gets an e-mail each time an export of schedule" in (
+            page.text_content("#flash") or ""
+        )
+        accessible(page)
+        fits(page)
+        shot(watched, "schedules-2b-recipient")
         follow(page, "nav >> text=Schedules")
         row = page.locator(f"tr[data-schedule='{schedule_id}']")
         assert (row.locator("[data-field=next]").text_content() or "").strip() == wanted[0]

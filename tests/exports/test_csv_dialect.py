@@ -189,6 +189,32 @@ def test_a_query_past_its_statement_timeout_ends_as_a_timeout(sources_dir: Path,
         source.export(sql, {}, CsvOptions(), Buffer(), CancelToken())
 
 
+def test_a_cancel_that_comes_before_the_query_runs_still_stops_it(sources_dir: Path) -> None:
+    """DuckDB's interrupt reaches only a statement already running: a cancel that lands just
+    before the export's COPY starts (here, before the export is even called) must still stop
+    it, as a shutdown's must, instead of leaving a query of minutes to run out."""
+    import threading
+
+    source = open_source(SourceConfig(name="s", url=f"duckdb:///{sources_dir / 'typed.duckdb'}"))
+    cancel = CancelToken()
+    cancel.cancel("worker_shutdown")
+    endless = "SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(100000000000) AS t(i)"
+    ended: list[BaseException] = []
+
+    def export() -> None:
+        try:
+            source.export(endless, {}, CsvOptions(), Buffer(), cancel)
+        except BaseException as exc:  # what the worker would see
+            ended.append(exc)
+
+    running = threading.Thread(target=export, daemon=True)  # not waited for if it never ends
+    running.start()
+    running.join(timeout=120)  # minutes of work if nothing stops it; stopped, well under 1 s
+    assert not running.is_alive(), "the cancel did not stop the query"
+    assert [type(exc).__name__ for exc in ended] == ["ExportCanceledError"]
+    assert str(ended[0]) == "worker_shutdown"
+
+
 # -- dialect 2: what the reader matrix asked for ---------------------------------------------
 
 READER_OPTIONS = [

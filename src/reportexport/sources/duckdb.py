@@ -119,14 +119,19 @@ class DuckdbSource:
         cancel: CancelToken,
     ) -> Exported:
         con = self._connect(options)
-        timer = StatementTimer(self.config.statement_timeout_seconds, con.interrupt)
-        unregister = cancel.on_cancel(con.interrupt)
+        interrupter = _Interrupter(con)
+        timer = StatementTimer(self.config.statement_timeout_seconds, interrupter.start)
+        unregister = cancel.on_cancel(interrupter.start)
         folder = tempfile.mkdtemp(prefix=f"{FIFO_PREFIX}{os.getpid()}-")
         fifo = os.path.join(folder, "out.csv")
         os.mkfifo(fifo, 0o600)
-        reader = _FifoReader(fifo, sink, on_failure=con.interrupt)
+        reader = _FifoReader(fifo, sink, on_failure=interrupter.start)
         try:
-            columns = self._describe(con, sql, params)
+            try:
+                columns = self._describe(con, sql, params)
+            except Exception:
+                cancel.raise_if_cancelled()  # interrupted as it was described: a cancel
+                raise
             copy = copy_statement(render(sql, "${name}"), columns, options, fifo)
             reader.start()
             timer.start()
@@ -151,6 +156,7 @@ class DuckdbSource:
         finally:
             timer.cancel()
             unregister()
+            interrupter.stop()
             reader.abandon()
             reader.join()
             con.close()
@@ -188,6 +194,42 @@ def copy_statement(query: str, columns: Sequence[Column], options: CsvOptions, t
         f"HEADER, DELIMITER '{options.delimiter_char}', QUOTE '\"', ESCAPE '\"', "
         f"NULLSTR '{options.null_marker}', COMMENT '', NEW_LINE '{newline}'{timestamp_format})"
     )
+
+
+class _Interrupter:
+    """Interrupts a connection's statement, again and again until the export is over.
+
+    DuckDB's `interrupt()` reaches only a statement already running: one sent while the
+    export is between statements (a cancel that lands as its COPY starts) would be lost, and
+    the query would run to its end. Once started, it is sent every few milliseconds until
+    `stop`, which comes before the connection is closed."""
+
+    EVERY = 0.02
+
+    def __init__(self, con: Any) -> None:
+        self._con = con
+        self._lock = threading.Lock()
+        self._over = threading.Event()
+        self._started = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started or self._over.is_set():
+                return
+            self._started = True
+        threading.Thread(target=self._run, name="duckdb-interrupt", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._over.is_set():
+                    return
+                self._con.interrupt()
+            self._over.wait(self.EVERY)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._over.set()
 
 
 class _FifoReader(threading.Thread):
