@@ -189,21 +189,33 @@ def test_a_query_past_its_statement_timeout_ends_as_a_timeout(sources_dir: Path,
         source.export(sql, {}, CsvOptions(), Buffer(), CancelToken())
 
 
-def test_a_cancel_that_comes_before_the_query_runs_still_stops_it(sources_dir: Path) -> None:
-    """DuckDB's interrupt reaches only a statement already running: a cancel that lands just
-    before the export's COPY starts (here, before the export is even called) must still stop
+# A query of minutes or more on each source that keeps no rows in memory while it runs.
+ENDLESS = {
+    "duckdb": "SELECT count(*) AS n FROM range(100000000000) AS t(i) WHERE hash(i) > 0",
+    "sqlite": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+    "SELECT count(*) AS n FROM n",
+    "postgres": "SELECT 1 AS n FROM pg_sleep(600)",
+}
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite", "postgres"])
+def test_a_cancel_that_comes_before_the_query_runs_still_stops_it(
+    sources_dir: Path, typed_postgres: str, kind: str
+) -> None:
+    """A driver's interrupt reaches only a statement already running: a cancel that lands just
+    before the export's query starts (here, before the export is even called) must still stop
     it, as a shutdown's must, instead of leaving a query of minutes to run out."""
     import threading
 
-    source = open_source(SourceConfig(name="s", url=f"duckdb:///{sources_dir / 'typed.duckdb'}"))
+    url = {**urls(sources_dir, typed_postgres), "sqlite": f"sqlite:///{sources_dir / 'typed.db'}"}
+    source = open_source(SourceConfig(name="s", url=url[kind]))
     cancel = CancelToken()
     cancel.cancel("worker_shutdown")
-    endless = "SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(100000000000) AS t(i)"
     ended: list[BaseException] = []
 
     def export() -> None:
         try:
-            source.export(endless, {}, CsvOptions(), Buffer(), cancel)
+            source.export(ENDLESS[kind], {}, CsvOptions(), Buffer(), cancel)
         except BaseException as exc:  # what the worker would see
             ended.append(exc)
 

@@ -139,6 +139,42 @@ class StatementTimer:
         return QueryTimeoutError(f"the query ran longer than {self.seconds:g} s")
 
 
+class Interrupter:
+    """Interrupts a connection's statement, again and again until the export is over.
+
+    A driver's interrupt reaches only a statement already running (DuckDB's `interrupt()`,
+    SQLite's `sqlite3_interrupt`, PostgreSQL's cancel request): one sent while the export is
+    between statements (a cancel that lands as it describes the query, or as its COPY starts)
+    would be lost, and the query would run to its end. Once started, it is sent every `every`
+    seconds until `stop`, which comes before the connection is closed."""
+
+    def __init__(self, interrupt: Callable[[], None], *, every: float) -> None:
+        self._interrupt = interrupt
+        self._every = every
+        self._lock = threading.Lock()
+        self._over = threading.Event()
+        self._started = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started or self._over.is_set():
+                return
+            self._started = True
+        threading.Thread(target=self._run, name="source-interrupt", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._over.is_set():
+                    return
+                self._interrupt()
+            self._over.wait(self._every)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._over.set()
+
+
 class Sink(Protocol):
     def write(self, data: bytes) -> None: ...
 

@@ -32,6 +32,7 @@ from reportexport.core.sqlparams import render
 from reportexport.sources import (
     CancelToken,
     Exported,
+    Interrupter,
     Sink,
     SourceError,
     SourceUnavailableError,
@@ -119,7 +120,7 @@ class DuckdbSource:
         cancel: CancelToken,
     ) -> Exported:
         con = self._connect(options)
-        interrupter = _Interrupter(con)
+        interrupter = Interrupter(con.interrupt, every=0.02)
         timer = StatementTimer(self.config.statement_timeout_seconds, interrupter.start)
         unregister = cancel.on_cancel(interrupter.start)
         folder = tempfile.mkdtemp(prefix=f"{FIFO_PREFIX}{os.getpid()}-")
@@ -194,42 +195,6 @@ def copy_statement(query: str, columns: Sequence[Column], options: CsvOptions, t
         f"HEADER, DELIMITER '{options.delimiter_char}', QUOTE '\"', ESCAPE '\"', "
         f"NULLSTR '{options.null_marker}', COMMENT '', NEW_LINE '{newline}'{timestamp_format})"
     )
-
-
-class _Interrupter:
-    """Interrupts a connection's statement, again and again until the export is over.
-
-    DuckDB's `interrupt()` reaches only a statement already running: one sent while the
-    export is between statements (a cancel that lands as its COPY starts) would be lost, and
-    the query would run to its end. Once started, it is sent every few milliseconds until
-    `stop`, which comes before the connection is closed."""
-
-    EVERY = 0.02
-
-    def __init__(self, con: Any) -> None:
-        self._con = con
-        self._lock = threading.Lock()
-        self._over = threading.Event()
-        self._started = False
-
-    def start(self) -> None:
-        with self._lock:
-            if self._started or self._over.is_set():
-                return
-            self._started = True
-        threading.Thread(target=self._run, name="duckdb-interrupt", daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if self._over.is_set():
-                    return
-                self._con.interrupt()
-            self._over.wait(self.EVERY)
-
-    def stop(self) -> None:
-        with self._lock:
-            self._over.set()
 
 
 class _FifoReader(threading.Thread):

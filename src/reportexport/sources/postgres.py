@@ -20,6 +20,7 @@ from reportexport.core.sqlparams import Param, split_sql
 from reportexport.sources import (
     CancelToken,
     Exported,
+    Interrupter,
     QueryTimeoutError,
     Sink,
     SourceError,
@@ -117,9 +118,15 @@ class PostgresSource:
         cancel: CancelToken,
     ) -> Exported:
         conn = self._connect(options)
-        unregister = cancel.on_cancel(conn.cancel_safe)
+        # A cancel request opens a connection of its own: a few a second are plenty.
+        interrupter = Interrupter(conn.cancel_safe, every=0.25)
+        unregister = cancel.on_cancel(interrupter.start)
         try:
-            columns = self._describe(conn, query, params)
+            try:
+                columns = self._describe(conn, query, params)
+            except Exception:
+                cancel.raise_if_cancelled()  # interrupted as it was described: a cancel
+                raise
             statement = _copy_statement(query, params, columns, options)
             target: Sink = _CrlfWriter(sink) if options.line_ending == "crlf" else sink
             # COPY sends a message per row: gather them so the sink (hash, limits, store)
@@ -143,6 +150,7 @@ class PostgresSource:
             raise _translated(exc) from exc
         finally:
             unregister()
+            interrupter.stop()
             conn.close()
 
     def copy_to_file(

@@ -16,6 +16,7 @@ from reportexport.core.csvformat import Column, CsvOptions, check_columns, forma
 from reportexport.sources import (
     CancelToken,
     Exported,
+    Interrupter,
     Sink,
     SourceError,
     SourceUnavailableError,
@@ -57,8 +58,9 @@ class SqliteSource:
         cancel: CancelToken,
     ) -> Exported:
         conn = self._connect()
-        timer = StatementTimer(self.config.statement_timeout_seconds, conn.interrupt)
-        unregister = cancel.on_cancel(conn.interrupt)
+        interrupter = Interrupter(conn.interrupt, every=0.02)
+        timer = StatementTimer(self.config.statement_timeout_seconds, interrupter.start)
+        unregister = cancel.on_cancel(interrupter.start)
         rows = 0
         try:
             timer.start()
@@ -82,6 +84,7 @@ class SqliteSource:
         finally:
             timer.cancel()
             unregister()
+            interrupter.stop()
             conn.close()
 
 
