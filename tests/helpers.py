@@ -32,6 +32,7 @@ import pytest
 from frozen_lifecycle.graph import Graph, load_graph
 from reportexport.composition import Runtime
 from reportexport.core.catalog import Catalog, parse_catalog
+from reportexport.core.records import Schedule
 from reportexport.core.settings import Settings
 from reportexport.objects import ObjectStore, final_key
 from reportexport.objects.s3 import S3ObjectStore
@@ -543,6 +544,36 @@ def run_by_a_worker(db: Database, catalog: Catalog, objects: ObjectStore, job_id
     finally:
         worker.stop(grace_seconds=0)
     return db.jobs.get_job(job_id).job.status
+
+
+# -- schedules of the store's tests ---------------------------------------------------------------
+
+
+def a_schedule(db: Database, owner: str = "alice") -> Schedule:
+    created = db.schedules.create(
+        owner=owner, saved_query="orders_by_day", parameters={}, cron="0 6 * * *",
+        time_zone="UTC", ends_at=None, next_fire_at=datetime.now(UTC), created_by=owner,
+        max_per_owner=5,
+    )  # fmt: skip
+    assert created is not None
+    return created[0]
+
+
+def ended_job_of(db: Database, schedule: Schedule, *, notify: bool = False) -> int:
+    options = {"delimiter": ",", **({"notify": True} if notify else {})}
+    job = db.jobs.create_job(new_job(owner=schedule.owner, schedule_id=schedule.id,
+                                     options=options))[0]  # fmt: skip
+    (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
+    outcome = Outcome(lease=claim.lease, to_status="succeeded",
+                      published=published(f"exports/{job.id}.csv"))  # fmt: skip
+    assert db.queue.finish_jobs([outcome]) == [True]
+    return job.id
+
+
+def person(db: Database, name: str, email: str | None) -> None:
+    user, _ = db.users.add_user(name, "user")
+    if email is not None:
+        db.users.set_email(user.id, email)
 
 
 def failed_job(db: Database, owner: str = "alice", **fields: object) -> int:

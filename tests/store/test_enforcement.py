@@ -271,6 +271,11 @@ def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
         assert service.schedules.add_recipient(schedule.id, user.name, added_by=user.name)[1]
         assert [r.person for r in service.schedules.recipients(schedule.id)] == [user.name]
         assert service.schedules.remove_recipient(schedule.id, user.name)
+        team = service.channels.add_chat_channel(owner=None, name="#t", url="https://h/x",
+                                                 schedules_only=True)  # fmt: skip
+        assert service.schedules.add_channel(schedule.id, team.id, added_by=user.name)[1]
+        assert [c.channel_id for c in service.schedules.channels(schedule.id)] == [team.id]
+        assert service.schedules.remove_channel(schedule.id, team.id)
         assert service.schedules.delete(schedule.id, now=now)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):  # purging is the owner's
             service.retention.purge(datetime.now(UTC), person="svc-person")

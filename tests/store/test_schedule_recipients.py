@@ -5,36 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from reportexport.core.records import Outcome, Schedule
+from reportexport.core.records import Outcome
 from reportexport.store import Database
-from tests.helpers import new_job, published
-
-
-def a_schedule(db: Database, owner: str = "alice") -> Schedule:
-    created = db.schedules.create(
-        owner=owner, saved_query="orders_by_day", parameters={}, cron="0 6 * * *",
-        time_zone="UTC", ends_at=None, next_fire_at=datetime.now(UTC), created_by=owner,
-        max_per_owner=5,
-    )  # fmt: skip
-    assert created is not None
-    return created[0]
-
-
-def ended_job_of(db: Database, schedule: Schedule, *, notify: bool = False) -> int:
-    options = {"delimiter": ",", **({"notify": True} if notify else {})}
-    job = db.jobs.create_job(new_job(owner=schedule.owner, schedule_id=schedule.id,
-                                     options=options))[0]  # fmt: skip
-    (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
-    outcome = Outcome(lease=claim.lease, to_status="succeeded",
-                      published=published(f"exports/{job.id}.csv"))  # fmt: skip
-    assert db.queue.finish_jobs([outcome]) == [True]
-    return job.id
-
-
-def person(db: Database, name: str, email: str | None) -> None:
-    user, _ = db.users.add_user(name, "user")
-    if email is not None:
-        db.users.set_email(user.id, email)
+from tests.helpers import a_schedule, ended_job_of, new_job, person, published
 
 
 def test_each_recipient_with_an_address_gets_a_delivery_naming_them(db: Database) -> None:

@@ -194,6 +194,8 @@ class ChatChannel:
     created_at: datetime
     disabled_at: datetime | None
     disabled_reason: str | None
+    # Only the announcements of the schedules it is added to, not its owner's (everyone's).
+    schedules_only: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,6 +312,8 @@ AuditAction = Literal[
     "pause_schedule",
     "add_recipient",
     "remove_recipient",
+    "add_schedule_channel",
+    "remove_schedule_channel",
 ]
 AuditObject = Literal[
     "side_effect",
@@ -605,6 +609,16 @@ class Recipient:
 
     schedule_id: int
     person: str
+    added_by: str
+    added_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleChannel:
+    """A chat channel that gets a schedule's announcements (see `ChatChannel`)."""
+
+    schedule_id: int
+    channel_id: int
     added_by: str
     added_at: datetime
 

@@ -1,6 +1,7 @@
 """Chat channels: where announcements go in chat, for one owner or for everyone (migration
 0021). Each enabled channel of a job's owner, and each global one, gets a delivery record when
-the job ends (see `deliveries`)."""
+the job ends (see `deliveries`), but one registered `schedules_only`, which gets those of the
+schedules it is added to alone (migration 0025, `ScheduleStore.add_channel`)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,18 @@ class ChatChannels:
         self.codec = driver.codec
 
     def add_chat_channel(
-        self, *, owner: str | None, name: str, url: str, audit: AuditEntry | None = None
+        self,
+        *,
+        owner: str | None,
+        name: str,
+        url: str,
+        schedules_only: bool = False,
+        audit: AuditEntry | None = None,
     ) -> ChatChannel:
         """A new channel; `audit` (naming it by its new id) is recorded with it."""
+        params = {"owner": owner, "name": name, "url": url, "schedules_only": int(schedules_only)}
         with self.driver.write() as session:
-            row = session.row("add_chat_channel", {"owner": owner, "name": name, "url": url})
+            row = session.row("add_chat_channel", params)
             if row is None:
                 raise StoreError("the database returned no chat channel row")
             if audit is not None:

@@ -80,6 +80,7 @@ SERVICE_GRANTS = (
             "group_members",
             "person_attributes",
             "schedule_recipients",
+            "schedule_channels",
         ),
     ),
     ("INSERT", ("source_caps",)),

@@ -20,6 +20,7 @@ from reportexport.core.records import (
     Purge,
     Recipient,
     Schedule,
+    ScheduleChannel,
     SideEffect,
     User,
     WebhookEndpoint,
@@ -37,6 +38,7 @@ RECORDS = (
     Purge,
     Schedule,
     Recipient,
+    ScheduleChannel,
     Firing,
     AuditRecord,
     Group,
@@ -65,7 +67,7 @@ def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> A
     for name in ("columns", "column_types"):
         if values.get(name) is not None:
             values[name] = tuple(values[name])
-    for name in ("manual", "notify_always"):  # SQLite keeps a boolean as 0 or 1
+    for name in ("manual", "notify_always", "schedules_only"):  # SQLite keeps a boolean as 0 or 1
         if name in values:
             values[name] = bool(values[name])
     return cls(**values)

@@ -8,7 +8,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from reportexport.core.records import AuditEntry, Firing, Recipient, Schedule, ScheduleTotals
+from reportexport.core.records import (
+    AuditEntry,
+    Firing,
+    Recipient,
+    Schedule,
+    ScheduleChannel,
+    ScheduleTotals,
+)
 from reportexport.store.audit import write_entry
 from reportexport.store.driver import Driver, Row
 from reportexport.store.errors import StoreError
@@ -131,6 +138,38 @@ class ScheduleStore:
         params = {"schedule_id": schedule_id, "person": person}
         with self.driver.write() as session:
             removed = session.row("remove_schedule_recipient", params) is not None
+            if removed and audit is not None:
+                write_entry(session, audit)
+        return removed
+
+    def channels(self, schedule_id: int) -> list[ScheduleChannel]:
+        with self.driver.read() as session:
+            rows = session.rows("schedule_channels", {"schedule_id": schedule_id})
+        return [self.codec.record(ScheduleChannel, row) for row in rows]
+
+    def add_channel(
+        self, schedule_id: int, channel_id: int, *, added_by: str, audit: AuditEntry | None = None
+    ) -> tuple[ScheduleChannel, bool]:
+        """The schedule's channel and True when added now; as it was added before and False."""
+        params = {"schedule_id": schedule_id, "channel_id": channel_id, "added_by": added_by}
+        with self.driver.write() as session:
+            row = session.row("add_schedule_channel", params)
+            if row is None:
+                earlier = session.row("schedule_channel", params)
+                if earlier is None:
+                    raise StoreError(f"schedule {schedule_id} has no chat channel {channel_id}")
+                return self.codec.record(ScheduleChannel, earlier), False
+            if audit is not None:
+                write_entry(session, audit)
+        return self.codec.record(ScheduleChannel, row), True
+
+    def remove_channel(
+        self, schedule_id: int, channel_id: int, *, audit: AuditEntry | None = None
+    ) -> bool:
+        """False when the channel was not one of the schedule's."""
+        params = {"schedule_id": schedule_id, "channel_id": channel_id}
+        with self.driver.write() as session:
+            removed = session.row("remove_schedule_channel", params) is not None
             if removed and audit is not None:
                 write_entry(session, audit)
         return removed

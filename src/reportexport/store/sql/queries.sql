@@ -346,8 +346,10 @@ SELECT * FROM webhook_endpoints
  WHERE (owner = :owner OR owner IS NULL) AND disabled_at IS NULL ORDER BY id;
 
 -- add_chat_channel --
--- Register a chat channel for an owner (or for everyone, with owner NULL).
-INSERT INTO chat_channels (owner, name, url) VALUES (:owner, :name, :url)
+-- Register a chat channel for an owner (or for everyone, with owner NULL); schedules_only (1):
+-- only for the schedules it is added to.
+INSERT INTO chat_channels (owner, name, url, schedules_only)
+VALUES (:owner, :name, :url, (:schedules_only = 1))
 RETURNING *;
 
 -- list_chat_channels --
@@ -714,6 +716,27 @@ SELECT r.* FROM schedule_recipients r JOIN schedules s ON s.id = r.schedule_id
 -- A recipient removed: the announcements of jobs that end later no longer go to them.
 DELETE FROM schedule_recipients WHERE schedule_id = :schedule_id AND person = :person
 RETURNING person;
+
+-- schedule_channels --
+-- The chat channels a schedule's announcements go to besides its owner's and the global ones.
+SELECT * FROM schedule_channels WHERE schedule_id = :schedule_id ORDER BY channel_id;
+
+-- add_schedule_channel --
+-- A chat channel added to a schedule; nothing when it is one of its channels already.
+INSERT INTO schedule_channels (schedule_id, channel_id, added_by)
+VALUES (:schedule_id, :channel_id, :added_by)
+ON CONFLICT (schedule_id, channel_id) DO NOTHING
+RETURNING *;
+
+-- schedule_channel --
+-- One chat channel of a schedule, if it is one and the schedule is not deleted.
+SELECT sc.* FROM schedule_channels sc JOIN schedules s ON s.id = sc.schedule_id
+ WHERE sc.schedule_id = :schedule_id AND sc.channel_id = :channel_id AND s.deleted_at IS NULL;
+
+-- remove_schedule_channel --
+-- A chat channel taken off a schedule: jobs that end later are not announced there.
+DELETE FROM schedule_channels WHERE schedule_id = :schedule_id AND channel_id = :channel_id
+RETURNING channel_id;
 
 -- due_schedules --
 -- Schedules whose next firing time has come.
