@@ -44,3 +44,13 @@ def sign_in(client: Any, token: str) -> Signed:
         csrf=SessionService.csrf_token(session_id),
         session_id=session_id,
     )
+
+
+def post_form(client: Any, who: Signed, path: str, **fields: str) -> Any:
+    """The form sent, and the page it leads to with its one-time message, as a browser has."""
+    answer = client.post(path, data=who.form(**fields), headers=who.headers,
+                         follow_redirects=False)  # fmt: skip
+    assert answer.status_code == 303, answer.text
+    cookies = "; ".join([who.headers["Cookie"], *(f"{k}={v}" for k, v in answer.cookies.items())])
+    client.cookies.clear()
+    return client.get(answer.headers["location"], headers={"Cookie": cookies})

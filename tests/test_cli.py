@@ -550,6 +550,37 @@ def test_schedules_recipients_adds_removes_and_lists(
     assert "schedule 1: no recipients besides its owner" in out
 
 
+def test_schedules_channels_adds_removes_and_lists_a_channel_for_schedules_only(
+    served: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REPORTEXPORT_CHAT_HOSTS", "hooks.slack.com")
+    url = "https://hooks.slack.com/services/T0/B0/secret-part"
+    add = ["chat", "add", url, "--name", "#sales", "--owner", "demo", "--schedules-only"]
+    assert cli.main(add) == 0, capsys.readouterr()
+    assert capsys.readouterr().out == (
+        "chat channel 1 (#sales) on hooks.slack.com for the schedules of demo it is added to\n"
+    )
+    assert cli.main(["chat", "list"]) == 0
+    assert "'#sales' (schedules only)" in capsys.readouterr().out
+    create = ["schedules", "create", "orders_by_day", "--cron", "0 8 * * *",
+              "--time-zone", "UTC", "--relative", "day=yesterday"]  # fmt: skip
+    assert cli.main(create) == 0, capsys.readouterr()
+    capsys.readouterr()
+    assert cli.main(["schedules", "channels", "1", "--add", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "schedule 1: chat channel 1 added" in out
+    assert "1 #sales on hooks.slack.com  added by demo at" in out
+    assert "secret-part" not in out
+    assert cli.main(["schedules", "channels", "1", "--add", "1"]) == 0
+    assert "schedule 1: chat channel 1 one of its channels already" in capsys.readouterr().out
+    assert cli.main(["schedules", "channels", "1", "--add", "7"]) == 1
+    assert "HTTP 404 Not found: no chat channel 7" in capsys.readouterr().err
+    assert cli.main(["schedules", "channels", "1", "--remove", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "schedule 1: chat channel 1 removed" in out
+    assert "schedule 1: no chat channels besides its owner's and the global ones" in out
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

@@ -479,6 +479,7 @@ class Runtime:
                 min_period_seconds=settings.min_schedule_period_seconds,
             ),
             process=f"{socket.gethostname()}-{os.getpid()}",
+            channels=self.database.channels,
         )
 
     def _recipient_refusal(self) -> Callable[[str, Job, str], str | None]:

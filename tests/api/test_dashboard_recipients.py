@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from reportexport.objects import ObjectStore
 from reportexport.services.exports import Acting
 from reportexport.store import Database
-from tests.dashboard_session import Signed, sign_in
+from tests.dashboard_session import Signed, post_form, sign_in
 from tests.helpers import API_QUERIES, catalog_for, run_by_a_worker, runtime_for
 
 
@@ -48,14 +48,7 @@ def signed(site: Any, who: str) -> Signed:
 
 
 def post(site: Any, who: Signed, path: str, **fields: str) -> Any:
-    """The form sent, and the page it leads to with its one-time message, as a browser has."""
-    client = site["client"]
-    answer = client.post(path, data=who.form(**fields), headers=who.headers,
-                         follow_redirects=False)  # fmt: skip
-    assert answer.status_code == 303, answer.text
-    cookies = "; ".join([who.headers["Cookie"], *(f"{k}={v}" for k, v in answer.cookies.items())])
-    client.cookies.clear()
-    return client.get(answer.headers["location"], headers={"Cookie": cookies})
+    return post_form(site["client"], who, path, **fields)
 
 
 def test_the_owner_adds_and_removes_a_recipient_on_the_schedules_page(site: Any) -> None:

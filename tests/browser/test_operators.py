@@ -303,6 +303,23 @@ def test_a_user_schedules_orders_of_yesterday_every_day_at_eight_in_paris(
         accessible(page)
         fits(page)
         shot(watched, "schedules-2b-recipient")
+        # A chat channel an operator registered for this person's schedules, picked on the page.
+        channel = f"#reports-{viewport}"
+        subprocess.run([sys.executable, "-m", "reportexport", "chat", "add",
+                        "https://hooks.slack.com/services/T0/B0/x", "--name", channel, "--owner",
+                        "demo", "--schedules-only"],
+                       env={**service["env"], "REPORTEXPORT_CHAT_HOSTS": "hooks.slack.com"},
+                       check=True, capture_output=True)  # fmt: skip
+        page.reload()
+        page.select_option("#channel-choice", label=f"{channel} (hooks.slack.com, demo's)")
+        page.click("#add-channel-button")
+        page.wait_for_selector(f"#channels li:has-text('{channel}')")
+        assert f"{channel} gets a message each time an export of schedule" in (
+            page.text_content("#flash") or ""
+        )
+        accessible(page)
+        fits(page)
+        shot(watched, "schedules-2c-chat-channel")
         follow(page, "nav >> text=Schedules")
         row = page.locator(f"tr[data-schedule='{schedule_id}']")
         assert (row.locator("[data-field=next]").text_content() or "").strip() == wanted[0]

@@ -237,6 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     for_whom = chat_add.add_mutually_exclusive_group(required=True)
     for_whom.add_argument("--owner", dest="channel_owner", help="the person whose exports it gets")
     for_whom.add_argument("--global", dest="everyone", action="store_true", help="every export")
+    chat_add.add_argument(
+        "--schedules-only", action="store_true",
+        help="only the announcements of the schedules it is added to (reportexport schedules "
+        "channels ID --add CHANNEL), not every export of its owner (everyone's)",
+    )  # fmt: skip
     chat_list = _action(
         chat_actions, "list", handlers.cmd_chat_list, "list channels (their URLs are not shown)"
     )
@@ -434,6 +439,18 @@ def build_parser() -> argparse.ArgumentParser:
     recipients.add_argument(
         "--remove", action="append", default=[], metavar="PERSON",
         help="no more announcements for them (yourself, on another's schedule)",
+    )  # fmt: skip
+    channels = _action(schedule_actions, "channels", handlers.cmd_schedules_channels,
+        "which chat channels get each firing's announcement",
+    )  # fmt: skip
+    channels.add_argument("id", type=int)
+    channels.add_argument(
+        "--add", action="append", default=[], type=int, metavar="CHANNEL",
+        help="a chat channel's id (yours, or any for operators; see: reportexport chat list)",
+    )  # fmt: skip
+    channels.add_argument(
+        "--remove", action="append", default=[], type=int, metavar="CHANNEL",
+        help="no more announcements there",
     )  # fmt: skip
     for sub in schedule_actions.choices.values():
         _remote_options(sub)

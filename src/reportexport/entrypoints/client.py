@@ -255,6 +255,8 @@ def cmd_schedules(settings: Settings, args: argparse.Namespace) -> int:
             print(f"job {job['id']}: {job['status']}")
         elif args.action == "recipients":
             show_recipients(client, args.id, added=args.add, removed=args.remove)
+        elif args.action == "channels":
+            show_channels(client, args.id, added=args.add, removed=args.remove)
         else:  # delete
             checked(client.delete(f"/api/schedules/{args.id}"))
             print(f"schedule {args.id}: deleted (its exports stay)")
@@ -285,6 +287,32 @@ def show_recipients(
     for recipient in everyone:
         console.print(f"  {recipient['person']}  added by {recipient['added_by']} "
                       f"at {recipient['added_at']}")  # fmt: skip
+
+
+def show_channels(
+    client: httpx.Client, schedule_id: int, *, added: list[int], removed: list[int]
+) -> None:
+    """Add, then remove, a schedule's chat channels as given, saying what each did; then list
+    them all."""
+    path = f"/api/schedules/{schedule_id}/channels"
+    console = Console()
+    for channel in added:
+        answer = client.put(f"{path}/{channel}")
+        checked(answer)
+        done = "added" if answer.status_code == 201 else "one of its channels already"
+        console.print(f"schedule {schedule_id}: chat channel {channel} {done}")
+    for channel in removed:
+        checked(client.delete(f"{path}/{channel}"))
+        console.print(f"schedule {schedule_id}: chat channel {channel} removed")
+    listed = checked(client.get(path))
+    if not listed:
+        console.print(f"schedule {schedule_id}: no chat channels besides its owner's and the "
+                      "global ones")  # fmt: skip
+    for channel in listed:
+        removed_at = f", removed {channel['removed_at']}" if channel["removed_at"] else ""
+        console.print(f"  {channel['channel_id']} {channel['name']} on {channel['host']}  added "
+                      f"by {channel['added_by']} at {channel['added_at']}{removed_at}",
+                      markup=False)  # fmt: skip
 
 
 def schedule_body(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:

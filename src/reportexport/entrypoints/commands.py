@@ -333,9 +333,14 @@ def cmd_webhooks_remove(runtime: Runtime, args: argparse.Namespace) -> int:
 
 def cmd_chat_add(runtime: Runtime, args: argparse.Namespace) -> int:
     owner = None if args.everyone else args.channel_owner
-    channel = runtime.chat.add(SHELL, args.url, args.name, owner=owner)
-    print(f"chat channel {channel.id} ({channel.name}) on {channel.host} "
-          f"for {channel.owner or 'everyone'}")  # fmt: skip
+    only = args.schedules_only
+    channel = runtime.chat.add(SHELL, args.url, args.name, owner=owner, schedules_only=only)
+    if only:
+        whose = f" of {channel.owner}" if channel.owner else ""
+        meant = f"the schedules{whose} it is added to"
+    else:
+        meant = channel.owner or "everyone"
+    print(f"chat channel {channel.id} ({channel.name}) on {channel.host} for {meant}")
     return 0
 
 
@@ -346,7 +351,8 @@ def cmd_chat_list(runtime: Runtime, args: argparse.Namespace) -> int:
             if c.disabled_at
             else "enabled"
         )
-        print(f"{c.id:5} {c.owner or '(global)':16} {state:10} {c.host} {quoted(c.name)}")
+        kind = " (schedules only)" if c.schedules_only else ""
+        print(f"{c.id:5} {c.owner or '(global)':16} {state:10} {c.host} {quoted(c.name)}{kind}")
     return 0
 
 
@@ -670,6 +676,7 @@ def relative_from(items: list[str]) -> dict[str, str] | None:
 cmd_schedules_list = cmd_schedules_create = cmd_schedules_show = _remote_schedules
 cmd_schedules_pause = cmd_schedules_resume = cmd_schedules_run = _remote_schedules
 cmd_schedules_delete = cmd_schedules_preview = cmd_schedules_recipients = _remote_schedules
+cmd_schedules_channels = _remote_schedules
 
 
 def cmd_serve(runtime: Runtime, args: argparse.Namespace) -> int:

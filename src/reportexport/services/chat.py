@@ -1,6 +1,7 @@
 """Chat channels: operators register a channel's incoming-webhook URL for one person's
-announcements or for everyone's, list them (without their URLs, which carry the channel's
-credential) and remove them; each change is recorded in the audit in its transaction.
+announcements or for everyone's (or, `schedules_only`, for the schedules it is added to), list
+them (without their URLs, which carry the channel's credential) and remove them; each change is
+recorded in the audit in its transaction.
 
 A URL is refused at registration when its form is not a webhook URL's (`webhooks.ssrf`), or its
 host is not one the setting `chat_hosts` names (an empty list allows none); every address the
@@ -38,6 +39,7 @@ class ChannelView:
     created_at: datetime
     disabled_at: datetime | None
     disabled_reason: str | None
+    schedules_only: bool = False
 
     @classmethod
     def of(cls, channel: ChatChannel) -> ChannelView:
@@ -49,6 +51,7 @@ class ChannelView:
             created_at=channel.created_at,
             disabled_at=channel.disabled_at,
             disabled_reason=channel.disabled_reason,
+            schedules_only=channel.schedules_only,
         )
 
 
@@ -68,8 +71,12 @@ class ChatService:
         self.allow_private = allow_private
         self.clock = clock
 
-    def add(self, person: Person, url: str, name: str, *, owner: str | None) -> ChannelView:
-        """A new channel for `owner`'s announcements (None: everyone's)."""
+    def add(
+        self, person: Person, url: str, name: str, *, owner: str | None,
+        schedules_only: bool = False,
+    ) -> ChannelView:  # fmt: skip
+        """A new channel for `owner`'s announcements (None: everyone's); `schedules_only`: for
+        those of the schedules it is added to alone (which `owner`, or an operator, adds it to)."""
         _operator(person)
         if len(url) > MAX_URL_LENGTH:
             raise InvalidInputError("url", "max_length", f"at most {MAX_URL_LENGTH} characters")
@@ -87,8 +94,12 @@ class ChatService:
                 raise InvalidInputError("owner", "text", f"the owner's name {unsafe_text(owner)}")
             if self.users.user_by_name(owner) is None:
                 raise NotFoundError(f"no person named {quoted(owner)}")
-        audit = _audit(person, "add_chat_channel", "", f"{name} for {owner or 'everyone'}")
-        channel = self.channels.add_chat_channel(owner=owner, name=name, url=url, audit=audit)
+        whose = f"{owner}'s schedules" if owner else "the schedules it is added to"
+        meant = whose if schedules_only else (owner or "everyone")
+        audit = _audit(person, "add_chat_channel", "", f"{name} for {meant}")
+        channel = self.channels.add_chat_channel(
+            owner=owner, name=name, url=url, schedules_only=schedules_only, audit=audit
+        )
         return ChannelView.of(channel)
 
     def list(self, person: Person, owner: str | None = None) -> list[ChannelView]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -26,10 +26,19 @@ from reportexport.core.parameters import (
     json_number,
     parse_timestamp,
 )
-from reportexport.core.records import AuditAction, AuditEntry, Firing, Recipient, Schedule
+from reportexport.core.records import (
+    AuditAction,
+    AuditEntry,
+    ChatChannel,
+    Firing,
+    Recipient,
+    Schedule,
+    ScheduleChannel,
+)
 from reportexport.core.settings import default
 from reportexport.core.text import quoted
 from reportexport.mail.message import domain_refusal
+from reportexport.services.chat import ChannelView
 from reportexport.services.errors import (
     AccessRefusedError,
     ConflictError,
@@ -48,7 +57,7 @@ from reportexport.services.exports import (
     checked_idempotency_key,
 )
 from reportexport.services.people import NAME as PERSON_NAME
-from reportexport.store import ScheduleStore
+from reportexport.store import ChatChannels, ScheduleStore
 from reportexport.timetable.firings import Cron, ScheduleError, end_of_day, is_relative, resolve
 from reportexport.timetable.gaps import Gap, shortest_gap
 
@@ -69,6 +78,17 @@ class ScheduleLimits:
     @property
     def min_period(self) -> timedelta:
         return timedelta(seconds=self.min_period_seconds)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleChannelView:
+    """A chat channel of a schedule: the channel as it is shown (never its URL), who added
+    it and when."""
+
+    schedule_id: int
+    channel: ChannelView
+    added_by: str
+    added_at: datetime
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,8 +140,10 @@ class ScheduleService:
         limits: ScheduleLimits | None = None,
         process: str = "scheduler",
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        channels: ChatChannels | None = None,
     ) -> None:
         self.schedules = schedules
+        self.channels = channels
         self.exports = exports
         self.catalog = catalog
         self.limits = limits or ScheduleLimits()
@@ -367,6 +389,79 @@ class ScheduleService:
         audit = None if leaving else self._audit(by, schedule, "remove_recipient", name)
         if not self.schedules.remove_recipient(schedule.id, name, audit=audit):
             raise NotFoundError(f"{quoted(name)} is no recipient of schedule {schedule_id}")
+
+    # -- chat channels ---------------------------------------------------------------------------
+
+    def schedule_channels(
+        self, person: Person, schedule_id: int
+    ) -> tuple[ScheduleChannelView, ...]:
+        """The chat channels the schedule's announcements go to besides its owner's channels
+        and the global ones."""
+        schedule = self._mine(person, schedule_id)
+        return tuple(self._channel_view(c) for c in self._schedule_channels(schedule.id))
+
+    def channels_to_add(self, person: Person, schedule_id: int) -> tuple[ChannelView, ...]:
+        """The enabled chat channels `person` may add to the schedule and it does not have:
+        every one for operators, those registered for its owner otherwise."""
+        schedule = self._mine(person, schedule_id)
+        if self.channels is None:
+            return ()
+        owner = None if person.is_operator else schedule.owner
+        added = {c.channel_id for c in self.schedules.channels(schedule.id)}
+        return tuple(
+            ChannelView.of(c)
+            for c in self.channels.list_chat_channels(owner)
+            if c.disabled_at is None and c.id not in added
+        )
+
+    def add_channel(
+        self, by: Person, schedule_id: int, channel_id: int
+    ) -> tuple[ScheduleChannelView, bool]:
+        """Each firing's announcement goes to the chat channel too; True when added now,
+        False when it was one of the schedule's channels already.
+
+        Operators register channels (their URLs carry a credential, their hosts are an
+        operator's allow-list) and add any of them; a schedule's owner adds those registered
+        for them. A channel that does not exist, was removed, or (for an owner) is not theirs
+        is NotFoundError: who else has channels is not theirs to learn."""
+        schedule = self._mine(by, schedule_id)
+        channel = self._channel(channel_id)
+        if channel is None or (not by.is_operator and channel.owner != schedule.owner):
+            raise NotFoundError(f"no chat channel {channel_id}")
+        if channel.disabled_at is not None:
+            raise NotFoundError(f"chat channel {channel_id} was removed")
+        audit = self._audit(by, schedule, "add_schedule_channel", f"chat channel {channel_id}")
+        added, now = self.schedules.add_channel(
+            schedule.id, channel_id, added_by=by.name, audit=audit
+        )
+        return self._channel_view(added), now
+
+    def remove_channel(self, by: Person, schedule_id: int, channel_id: int) -> None:
+        """The chat channel no longer gets the schedule's announcements (those of exports that
+        end from now on). Its owner or an operator removes it."""
+        schedule = self._mine(by, schedule_id)
+        detail = f"chat channel {channel_id}"
+        audit = self._audit(by, schedule, "remove_schedule_channel", detail)
+        valid = 1 <= channel_id <= MAX_ID
+        if not valid or not self.schedules.remove_channel(schedule.id, channel_id, audit=audit):
+            raise NotFoundError(f"chat channel {channel_id} is not one of schedule {schedule_id}'s")
+
+    def _schedule_channels(self, schedule_id: int) -> Sequence[ScheduleChannel]:
+        return self.schedules.channels(schedule_id) if self.channels is not None else []
+
+    def _channel(self, channel_id: int) -> ChatChannel | None:
+        if self.channels is None or not 1 <= channel_id <= MAX_ID:
+            return None
+        try:
+            return self.channels.get_chat_channel(channel_id)
+        except LookupError:
+            return None
+
+    def _channel_view(self, added: ScheduleChannel) -> ScheduleChannelView:
+        assert self.channels is not None
+        channel = ChannelView.of(self.channels.get_chat_channel(added.channel_id))
+        return ScheduleChannelView(schedule_id=added.schedule_id, channel=channel,
+                                   added_by=added.added_by, added_at=added.added_at)  # fmt: skip
 
     def _audit(
         self, by: Person, schedule: Schedule, action: AuditAction, name: str

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from reportexport.services.chat import ChannelView
     from reportexport.services.exports import JobView
     from reportexport.services.schedules import Preview as SchedulePreview
-    from reportexport.services.schedules import ScheduleView
+    from reportexport.services.schedules import ScheduleChannelView, ScheduleView
     from reportexport.services.webhooks import TestDelivery
 
 JobStatus = Status
@@ -631,6 +631,11 @@ class ChatChannelIn(BaseModel):
         max_length=100, json_schema_extra=STORABLE,
         description="the person whose announcements it gets; null: everyone's",
     )]  # fmt: skip
+    schedules_only: bool = Field(
+        default=False,
+        description="true: it gets no announcement of the owner's (everyone's) exports, only "
+        "those of the schedules it is added to; the owner (an operator, for any channel) adds it",
+    )
 
 
 class ChatChannelOut(BaseModel):
@@ -645,6 +650,9 @@ class ChatChannelOut(BaseModel):
     created_at: datetime
     disabled_at: datetime | None
     disabled_reason: str | None
+    schedules_only: Annotated[
+        bool, Field(description="it gets the announcements of the schedules it is added to alone")
+    ]
 
     @classmethod
     def of(cls, channel: ChannelView) -> ChatChannelOut:
@@ -656,6 +664,37 @@ class ChatChannelOut(BaseModel):
             created_at=channel.created_at,
             disabled_at=channel.disabled_at,
             disabled_reason=channel.disabled_reason,
+            schedules_only=channel.schedules_only,
+        )
+
+
+class ScheduleChannelOut(BaseModel):
+    """A chat channel that gets a schedule's announcements (its URL is never shown)."""
+
+    schedule_id: int
+    channel_id: int
+    name: str
+    host: Annotated[str, Field(description="the host of its URL")]
+    owner: Annotated[str | None, Field(description="the person it is registered for; null: no one")]
+    added_by: str
+    added_at: datetime
+    removed_at: Annotated[
+        datetime | None,
+        Field(description="when an operator removed the channel: it gets nothing since"),
+    ]
+
+    @classmethod
+    def of(cls, added: ScheduleChannelView) -> ScheduleChannelOut:
+        channel = added.channel
+        return cls(
+            schedule_id=added.schedule_id,
+            channel_id=channel.id,
+            name=channel.name,
+            host=channel.host,
+            owner=channel.owner,
+            added_by=added.added_by,
+            added_at=added.added_at,
+            removed_at=channel.disabled_at,
         )
 
 

@@ -1,6 +1,7 @@
 """The schedules' pages: "Schedule this" from the New export form, the list with each next run,
 a schedule with its next five firing times and recent firings (each with its export or why
-none was made), and pause, resume, run now and delete; its recipients, added and removed.
+none was made), and pause, resume, run now and delete; its recipients and chat channels, added
+and removed.
 
 Times of a schedule are shown as its own zone's clock reads them (the zone the person chose,
 their browser's by default); the page's script adds the reader's own time where it differs.
@@ -9,6 +10,7 @@ their browser's by default); the page's script adds the reader's own time where 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 
 from fastapi import APIRouter, Form, Request
 from fastapi.concurrency import run_in_threadpool
@@ -200,6 +202,8 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         parameter_value=parameter_value,
         run_key=secrets.token_urlsafe(16),
         recipients=parts(request).schedules.recipients(user, number),
+        channels=parts(request).schedules.schedule_channels(user, number),
+        channels_to_add=parts(request).schedules.channels_to_add(user, number),
     )
 
 
@@ -328,6 +332,61 @@ def remove_recipient(request: Request, user: SignedIn, schedule_id: str, person:
 def _recipients(
     request: Request, user: User, schedule_id: str, person: str, *, add: bool
 ) -> Response:
+    def change(schedules: ScheduleService, number: int) -> str:
+        if not add:
+            schedules.remove_recipient(user, number, person)
+            return f"{person} no longer gets the exports of schedule #{number}."
+        _, added = schedules.add_recipient(user, number, person)
+        if added:
+            return f"{person} gets an e-mail each time an export of schedule #{number} ends."
+        return f"{person} was a recipient already."
+
+    return _changed(request, user, schedule_id, change, "added" if add else "removed")
+
+
+# -- its chat channels ------------------------------------------------------------------------
+
+
+@schedule_forms.post("/schedules/{schedule_id}/channels")
+def add_channel(
+    request: Request, user: SignedIn, schedule_id: str, channel: str = Form("")
+) -> Response:
+    return _channels(request, user, schedule_id, channel, add=True)
+
+
+@schedule_forms.post("/schedules/{schedule_id}/channels/{channel_id}/remove")
+def remove_channel(request: Request, user: SignedIn, schedule_id: str, channel_id: str) -> Response:
+    return _channels(request, user, schedule_id, channel_id, add=False)
+
+
+def _channels(
+    request: Request, user: User, schedule_id: str, channel_id: str, *, add: bool
+) -> Response:
+    def change(schedules: ScheduleService, number: int) -> str:
+        channel = id_of(channel_id)
+        if channel is None:
+            raise NotFoundError(f"no chat channel {quoted(channel_id[:40])}")
+        if not add:
+            schedules.remove_channel(user, number, channel)
+            return f"Chat channel #{channel} no longer gets the exports of schedule #{number}."
+        added, now = schedules.add_channel(user, number, channel)
+        name = added.channel.name
+        if now:
+            return f"{name} gets a message each time an export of schedule #{number} ends."
+        return f"{name} was one of its chat channels already."
+
+    return _changed(request, user, schedule_id, change, "added" if add else "removed")
+
+
+def _changed(
+    request: Request,
+    user: User,
+    schedule_id: str,
+    change: Callable[[ScheduleService, int], str],
+    done: str,
+) -> Response:
+    """Make `change` to the schedule the person may see, and come back to its page saying what
+    it did, or why it was not done."""
     number = id_of(schedule_id)
     schedules = parts(request).schedules
     try:
@@ -338,19 +397,9 @@ def _recipients(
         return _not_found(request, user, schedule_id)
     here = f"/schedules/{number}"
     try:
-        if add:
-            _, added = schedules.add_recipient(user, number, person)
-        else:
-            schedules.remove_recipient(user, number, person)
-    except ServiceError as exc:  # no such person, no access, no address: said as written, as
-        done = "added" if add else "removed"  # it may begin with the person's name
+        text = change(schedules, number)
+    except ServiceError as exc:  # said as written: it may begin with the person's name
         return redirect(request, here, "warning", f"Not {done}: {exc.detail}.")
-    if not add:
-        text = f"{person} no longer gets the exports of schedule #{number}."
-    elif added:
-        text = f"{person} gets an e-mail each time an export of schedule #{number} ends."
-    else:
-        text = f"{person} was a recipient already."
     return redirect(request, here, "success", text)
 
 

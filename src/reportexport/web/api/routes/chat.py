@@ -38,8 +38,13 @@ CHANNEL_LINKS = {
 )
 def add_chat_channel(body: ChatChannelIn, parts: Parts, user: CurrentUser) -> ChatChannelOut:
     """Operators: a chat channel that gets one person's announcements (`owner`), or everyone's
-    (`owner` null), from now on: each export that ends posts it one message."""
-    return ChatChannelOut.of(parts.chat.add(user, body.url, body.name, owner=body.owner))
+    (`owner` null), from now on: each export that ends posts it one message. With
+    `schedules_only`, it gets those of the schedules it is added to alone (PUT
+    /api/schedules/{id}/channels/{channel_id}: by `owner`, or an operator)."""
+    channel = parts.chat.add(
+        user, body.url, body.name, owner=body.owner, schedules_only=body.schedules_only
+    )
+    return ChatChannelOut.of(channel)
 
 
 @router.get(

@@ -13,6 +13,7 @@ from reportexport.timetable.firings import CRON_PATTERN, TIME_ZONE_PATTERN
 from reportexport.web.api.models import (
     JobOut,
     RecipientOut,
+    ScheduleChannelOut,
     ScheduleIn,
     ScheduleOut,
     SchedulePreviewOut,
@@ -20,7 +21,7 @@ from reportexport.web.api.models import (
 )
 from reportexport.web.api.routes.exports import job_created
 from reportexport.web.api.routes.groups import PersonName
-from reportexport.web.deps import CurrentUser, IdempotencyKey, Parts
+from reportexport.web.deps import ChannelIdIn, CurrentUser, IdempotencyKey, Parts
 from reportexport.web.problems import require_json
 
 router = APIRouter(responses=problems(405, 503))  # a wrong method; an outage
@@ -46,6 +47,15 @@ SCHEDULE_LINKS = {
         "operationId": "add_schedule_recipient",
         "description": "Its owner gets an e-mail at each firing",
         "parameters": {"schedule_id": "$response.body#/id", "person": "$response.body#/owner"},
+    },
+    "ListScheduleChannels": {
+        "operationId": "list_schedule_channels",
+        "parameters": {"schedule_id": "$response.body#/id"},
+    },
+    "AddScheduleChannel": {
+        "operationId": "add_schedule_channel",
+        "description": "A chat channel gets each firing's announcement",
+        "parameters": {"schedule_id": "$response.body#/id"},
     },
     # The schedule's cron expression and zone read again, as a preview reads them.
     "PreviewSchedule": {
@@ -295,4 +305,89 @@ def remove_schedule_recipient(
     """The person no longer gets the schedule's announcements, nor sees its exports. The owner
     or an operator removes anyone; a recipient removes themselves."""
     parts.schedules.remove_recipient(user, schedule_id, person)
+    return Response(status_code=204)
+
+
+SCHEDULE_CHANNEL_LINKS = {
+    "RemoveScheduleChannel": {
+        "operationId": "remove_schedule_channel",
+        "parameters": {
+            "schedule_id": "$response.body#/schedule_id",
+            "channel_id": "$response.body#/channel_id",
+        },
+    },
+    "ListScheduleChannels": {
+        "operationId": "list_schedule_channels",
+        "parameters": {"schedule_id": "$response.body#/schedule_id"},
+    },
+    "GetSchedule": {
+        "operationId": "get_schedule",
+        "parameters": {"schedule_id": "$response.body#/schedule_id"},
+    },
+}
+
+
+@router.get(
+    "/api/schedules/{schedule_id}/channels",
+    response_model=list[ScheduleChannelOut],
+    tags=["schedules"],
+    operation_id="list_schedule_channels",
+    responses=problems(401, 404, 422),
+)
+def list_schedule_channels(
+    schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser
+) -> list[ScheduleChannelOut]:
+    """The chat channels each firing's announcement goes to besides the owner's channels and
+    the global ones (without their URLs)."""
+    return [ScheduleChannelOut.of(c) for c in parts.schedules.schedule_channels(user, schedule_id)]
+
+
+@router.put(
+    "/api/schedules/{schedule_id}/channels/{channel_id}",
+    response_model=ScheduleChannelOut,
+    status_code=201,
+    tags=["schedules"],
+    operation_id="add_schedule_channel",
+    responses={
+        200: {
+            "model": ScheduleChannelOut,
+            "description": "It was one of the schedule's channels already",
+            "links": SCHEDULE_CHANNEL_LINKS,
+        },
+        201: {"description": "It gets each firing's announcement from now on",
+              "links": SCHEDULE_CHANNEL_LINKS},
+        **problems(401, 404, 422),
+    },
+)  # fmt: skip
+def add_schedule_channel(
+    schedule_id: ScheduleIdIn,
+    channel_id: ChannelIdIn,
+    parts: Parts,
+    user: CurrentUser,
+    response: Response,
+) -> ScheduleChannelOut:
+    """The chat channel gets each firing's announcement: one message with the saved query's
+    title, the parameters, the rows or the reason, and a link to the export. Operators
+    register channels and add any; the schedule's owner adds those registered for them (a
+    channel registered `schedules_only` gets nothing else). 404 for a channel that does not
+    exist, was removed, or is not the owner's to add."""
+    added, now = parts.schedules.add_channel(user, schedule_id, channel_id)
+    if not now:
+        response.status_code = 200
+    return ScheduleChannelOut.of(added)
+
+
+@router.delete(
+    "/api/schedules/{schedule_id}/channels/{channel_id}",
+    status_code=204,
+    tags=["schedules"],
+    operation_id="remove_schedule_channel",
+    responses=problems(401, 404, 422),
+)
+def remove_schedule_channel(
+    schedule_id: ScheduleIdIn, channel_id: ChannelIdIn, parts: Parts, user: CurrentUser
+) -> Response:
+    """The chat channel no longer gets the schedule's announcements. Its owner or an operator
+    removes it."""
+    parts.schedules.remove_channel(user, schedule_id, channel_id)
     return Response(status_code=204)
