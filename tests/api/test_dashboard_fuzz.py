@@ -304,6 +304,13 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
     runtime.people.set_email("alice", "alice@example.com", by=olga)
     runtime.people.set_notify_always("alice", True, by=olga)
     runtime.schedules.add_recipient(olga, schedules[0], "alice")  # a Remove button to press
+    # Chat channels: one on the schedule (its Remove button), one offered to add.
+    for name in ("#sales", "#finance"):
+        channel = jobs_db.channels.add_chat_channel(
+            owner=None, name=name, url="https://hooks.example.com/c", schedules_only=True
+        )
+        if name == "#sales":
+            runtime.schedules.add_channel(olga, schedules[0], channel.id)
     token = sign_unsubscribe(runtime.link_secret, "alice", "alice@example.com")
     unsubscribe = f"/unsubscribe/{token}"
     with TestClient(runtime.app()) as client:

@@ -99,6 +99,9 @@ def test_a_route_added_without_its_guard_is_found(api: dict[str, Any]) -> None:
 # -- what the guards answer ---------------------------------------------------------------------
 
 
+URL = "https://hooks.example.com/c"
+
+
 @pytest.fixture
 def site(api: dict[str, Any]) -> dict[str, Any]:
     """Something for every path to name: an export of alice's, a schedule, an endpoint."""
@@ -111,8 +114,10 @@ def site(api: dict[str, Any]) -> dict[str, Any]:
     endpoint = runtime.webhooks.add(olga, "https://hooks.example.com/a", owner="alice").id
     runtime.access.create_group(olga, "finance")
     runtime.access.add_member(olga, "finance", "bob")
+    channel = api["db"].channels.add_chat_channel(owner=None, name="#all", url=URL).id
     values = {"job_id": job, "schedule_id": schedule, "endpoint_id": endpoint, "name": "bob",
-              "effect": "emit_failed_webhook", "group": "finance", "person": "bob"}  # fmt: skip
+              "effect": "emit_failed_webhook", "group": "finance", "person": "bob",
+              "channel_id": channel}  # fmt: skip
     return {**api, "values": values}
 
 
@@ -192,6 +197,8 @@ BACK = {
     "/schedules/{schedule_id}/delete": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/recipients": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/recipients/{person}/remove": "/schedules/{schedule_id}",
+    "/schedules/{schedule_id}/channels": "/schedules/{schedule_id}",
+    "/schedules/{schedule_id}/channels/{channel_id}/remove": "/schedules/{schedule_id}",
     "/operators/side-effects/{job_id}/{effect}/redrive": "/operators/side-effects?show=waiting",
     "/operators/webhooks": "/operators/webhooks",
     "/operators/webhooks/{endpoint_id}/rotate": "/operators/webhooks",

@@ -51,11 +51,14 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
                                               secret=new_secret())  # fmt: skip
     schedule = api["client"].post("/api/schedules", json=BODIES["POST /api/schedules"],
                                   headers=auth(api, "alice")).json()  # fmt: skip
+    channel = api["db"].channels.add_chat_channel(  # one alice may add to her schedules
+        owner="alice", name="#alice", url="https://h.example.com/c", schedules_only=True
+    )
     ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
            "effect": "emit_failed_webhook", "schedule_id": schedule["id"], "person": "alice",
            "attribute": "country",
-           # redriving one delivery, removing a chat channel: an operator's, any id
-           "delivery_id": 1, "channel_id": 1}  # fmt: skip
+           # redriving one delivery: an operator's, any id
+           "delivery_id": 1, "channel_id": channel.id}  # fmt: skip
     return {**api, "ids": ids}
 
 

@@ -52,11 +52,6 @@ SCHEDULE_LINKS = {
         "operationId": "list_schedule_channels",
         "parameters": {"schedule_id": "$response.body#/id"},
     },
-    "AddScheduleChannel": {
-        "operationId": "add_schedule_channel",
-        "description": "A chat channel gets each firing's announcement",
-        "parameters": {"schedule_id": "$response.body#/id"},
-    },
     # The schedule's cron expression and zone read again, as a preview reads them.
     "PreviewSchedule": {
         "operationId": "preview_schedule",
@@ -242,13 +237,33 @@ RECIPIENT_LINKS = {
 }
 
 
+# From the list: a recipient added to the schedule the list was asked of, or its first taken off.
+LISTED_RECIPIENTS_LINKS = {
+    "AddScheduleRecipient": {
+        "operationId": "add_schedule_recipient",
+        "parameters": {"schedule_id": "$request.path.schedule_id"},
+    },
+    "RemoveFirstRecipient": {
+        "operationId": "remove_schedule_recipient",
+        "parameters": {
+            "schedule_id": "$request.path.schedule_id",
+            "person": "$response.body#/0/person",
+        },
+    },
+}
+
+
 @router.get(
     "/api/schedules/{schedule_id}/recipients",
     response_model=list[RecipientOut],
     tags=["schedules"],
     operation_id="list_schedule_recipients",
-    responses=problems(401, 404, 422),
-)
+    responses={
+        200: {"description": "Its recipients (none: an empty list)",
+              "links": LISTED_RECIPIENTS_LINKS},
+        **problems(401, 404, 422),
+    },
+)  # fmt: skip
 def list_schedule_recipients(
     schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser
 ) -> list[RecipientOut]:
@@ -327,12 +342,29 @@ SCHEDULE_CHANNEL_LINKS = {
 }
 
 
+# From the list: a channel added to (or taken off) the schedule the list was asked of.
+LISTED_CHANNELS_LINKS = {
+    "AddScheduleChannel": {
+        "operationId": "add_schedule_channel",
+        "description": "A chat channel gets each firing's announcement",
+        "parameters": {"schedule_id": "$request.path.schedule_id"},
+    },
+    "RemoveScheduleChannel": {
+        "operationId": "remove_schedule_channel",
+        "parameters": {"schedule_id": "$request.path.schedule_id"},
+    },
+}
+
+
 @router.get(
     "/api/schedules/{schedule_id}/channels",
     response_model=list[ScheduleChannelOut],
     tags=["schedules"],
     operation_id="list_schedule_channels",
-    responses=problems(401, 404, 422),
+    responses={
+        200: {"description": "Its channels (none: an empty list)", "links": LISTED_CHANNELS_LINKS},
+        **problems(401, 404, 422),
+    },
 )
 def list_schedule_channels(
     schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser
