@@ -227,7 +227,8 @@ AREAS = {
     "exports and announcements": "^/api/(exports|side-effects|deliveries|downloads|webhooks"
     "|chat-channels|audit|saved-queries|graph)",
     "schedules": "^/api/(schedules|schedule-preview|chat-channels|saved-queries)",
-    "people and access": "^/api/(people|groups|saved-queries)",
+    # A person's access and e-mail preference are linked from an export's answer (its owner).
+    "people and access": "^/api/(people|groups|saved-queries|exports$)",
 }
 
 
