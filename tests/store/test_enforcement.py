@@ -276,6 +276,9 @@ def test_a_service_role_that_does_not_own_the_tables_cannot_bypass_them(
         assert service.schedules.add_channel(schedule.id, team.id, added_by=user.name)[1]
         assert [c.channel_id for c in service.schedules.channels(schedule.id)] == [team.id]
         assert service.schedules.remove_channel(schedule.id, team.id)
+        assert service.schedules.add_address(schedule.id, "p@example.org", attach_max_bytes=9,
+                                             attach_gzip=True, added_by=user.name)[1]  # fmt: skip
+        assert service.schedules.remove_address(schedule.id, "p@example.org")
         assert service.schedules.delete(schedule.id, now=now)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):  # purging is the owner's
             service.retention.purge(datetime.now(UTC), person="svc-person")

@@ -314,6 +314,8 @@ AuditAction = Literal[
     "remove_recipient",
     "add_schedule_channel",
     "remove_schedule_channel",
+    "add_schedule_address",
+    "remove_schedule_address",
 ]
 AuditObject = Literal[
     "side_effect",
@@ -619,6 +621,20 @@ class ScheduleChannel:
 
     schedule_id: int
     channel_id: int
+    added_by: str
+    added_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleAddress:
+    """An e-mail address outside this service's people that gets a schedule's announcements:
+    a download link, or the file attached when it is at most `attach_max_bytes` (compressed
+    with gzip first when `attach_gzip`; None: never attached)."""
+
+    schedule_id: int
+    address: str  # lower case
+    attach_max_bytes: int | None
+    attach_gzip: bool
     added_by: str
     added_at: datetime
 

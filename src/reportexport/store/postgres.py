@@ -81,6 +81,7 @@ SERVICE_GRANTS = (
             "person_attributes",
             "schedule_recipients",
             "schedule_channels",
+            "schedule_addresses",
         ),
     ),
     ("INSERT", ("source_caps",)),

@@ -20,6 +20,7 @@ from reportexport.core.records import (
     Purge,
     Recipient,
     Schedule,
+    ScheduleAddress,
     ScheduleChannel,
     SideEffect,
     User,
@@ -39,6 +40,7 @@ RECORDS = (
     Schedule,
     Recipient,
     ScheduleChannel,
+    ScheduleAddress,
     Firing,
     AuditRecord,
     Group,
@@ -67,7 +69,7 @@ def from_row(cls: type[Any], row: Mapping[str, Any], *, text_encoded: bool) -> A
     for name in ("columns", "column_types"):
         if values.get(name) is not None:
             values[name] = tuple(values[name])
-    for name in ("manual", "notify_always", "schedules_only"):  # SQLite keeps a boolean as 0 or 1
+    for name in ("manual", "notify_always", "schedules_only", "attach_gzip"):  # SQLite: 0 or 1
         if name in values:
             values[name] = bool(values[name])
     return cls(**values)

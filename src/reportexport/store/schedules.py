@@ -13,6 +13,7 @@ from reportexport.core.records import (
     Firing,
     Recipient,
     Schedule,
+    ScheduleAddress,
     ScheduleChannel,
     ScheduleTotals,
 )
@@ -170,6 +171,59 @@ class ScheduleStore:
         params = {"schedule_id": schedule_id, "channel_id": channel_id}
         with self.driver.write() as session:
             removed = session.row("remove_schedule_channel", params) is not None
+            if removed and audit is not None:
+                write_entry(session, audit)
+        return removed
+
+    def addresses(self, schedule_id: int) -> list[ScheduleAddress]:
+        with self.driver.read() as session:
+            rows = session.rows("schedule_addresses", {"schedule_id": schedule_id})
+        return [self.codec.record(ScheduleAddress, row) for row in rows]
+
+    def address(self, schedule_id: int, address: str) -> ScheduleAddress | None:
+        """The outside address of a schedule not deleted, or None."""
+        params = {"schedule_id": schedule_id, "address": address}
+        with self.driver.read() as session:
+            row = session.row("schedule_address", params)
+        return None if row is None else self.codec.record(ScheduleAddress, row)
+
+    def add_address(
+        self,
+        schedule_id: int,
+        address: str,
+        *,
+        attach_max_bytes: int | None,
+        attach_gzip: bool,
+        added_by: str,
+        audit: AuditEntry | None = None,
+    ) -> tuple[ScheduleAddress, bool]:
+        """The outside address and True when added now; False when it was one already (what
+        it gets attached is set again)."""
+        params = {
+            "schedule_id": schedule_id,
+            "address": address,
+            "attach_max_bytes": attach_max_bytes,
+            "attach_gzip": int(attach_gzip),
+            "added_by": added_by,
+        }
+        with self.driver.write() as session:
+            row = session.row("add_schedule_address", params)
+            added = row is not None
+            if row is None:
+                row = session.row("set_schedule_address", params)
+                if row is None:
+                    raise StoreError(f"schedule {schedule_id} has no address {address!r}")
+            if audit is not None:
+                write_entry(session, audit)
+        return self.codec.record(ScheduleAddress, row), added
+
+    def remove_address(
+        self, schedule_id: int, address: str, *, audit: AuditEntry | None = None
+    ) -> bool:
+        """False when the address was not one of the schedule's."""
+        params = {"schedule_id": schedule_id, "address": address}
+        with self.driver.write() as session:
+            removed = session.row("remove_schedule_address", params) is not None
             if removed and audit is not None:
                 write_entry(session, audit)
         return removed

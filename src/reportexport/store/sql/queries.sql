@@ -738,6 +738,34 @@ SELECT sc.* FROM schedule_channels sc JOIN schedules s ON s.id = sc.schedule_id
 DELETE FROM schedule_channels WHERE schedule_id = :schedule_id AND channel_id = :channel_id
 RETURNING channel_id;
 
+-- schedule_addresses --
+-- The outside addresses a schedule's announcements go to by e-mail.
+SELECT * FROM schedule_addresses WHERE schedule_id = :schedule_id ORDER BY address;
+
+-- add_schedule_address --
+-- An outside address added to a schedule; nothing when it is one of its addresses already.
+INSERT INTO schedule_addresses (schedule_id, address, attach_max_bytes, attach_gzip, added_by)
+VALUES (:schedule_id, :address, :attach_max_bytes, (:attach_gzip = 1), :added_by)
+ON CONFLICT (schedule_id, address) DO NOTHING
+RETURNING *;
+
+-- set_schedule_address --
+-- What an outside address of a schedule gets attached, set again.
+UPDATE schedule_addresses
+   SET attach_max_bytes = :attach_max_bytes, attach_gzip = (:attach_gzip = 1)
+ WHERE schedule_id = :schedule_id AND address = :address
+RETURNING *;
+
+-- schedule_address --
+-- One outside address of a schedule, if it is one and the schedule is not deleted.
+SELECT a.* FROM schedule_addresses a JOIN schedules s ON s.id = a.schedule_id
+ WHERE a.schedule_id = :schedule_id AND a.address = :address AND s.deleted_at IS NULL;
+
+-- remove_schedule_address --
+-- An outside address taken off a schedule: jobs that end later are not announced there.
+DELETE FROM schedule_addresses WHERE schedule_id = :schedule_id AND address = :address
+RETURNING address;
+
 -- due_schedules --
 -- Schedules whose next firing time has come.
 SELECT * FROM schedules
