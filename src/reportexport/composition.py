@@ -515,6 +515,7 @@ class Runtime:
             users=self.database.users,
             link_secret=self.link_secret,
             recipient_refusal=self._recipient_refusal(),
+            schedule_address=self.database.schedules.address,
         )
         try:
             return EffectsRunner(

@@ -21,7 +21,8 @@ def test_each_outside_address_gets_one_delivery_without_a_person(db: Database) -
     for address in ("partner@example.org", "alice@example.com", "bob@example.com"):
         added, now = db.schedules.add_address(schedule.id, address, attach_max_bytes=None,
                                               attach_gzip=False, added_by="olga")  # fmt: skip
-        assert now and (added.address, added.added_by) == (address, "olga")
+        assert now
+        assert (added.address, added.added_by) == (address, "olga")
 
     job_id = ended_job_of(db, schedule, notify=True)
 

@@ -47,12 +47,17 @@ UNSUBSCRIBE = b"reportexport unsubscribe\x00"
 
 
 def sign_unsubscribe(
-    secret: bytes, person: str, address: str, *, schedule_id: int | None = None
+    secret: bytes, person: str | None, address: str, *, schedule_id: int | None = None
 ) -> str:
     """A token that stops the e-mails `person` gets at `address` when any of their exports
     ends, or, with `schedule_id`, those of that schedule they are a recipient of (an address
-    given them later is not stopped by it)."""
-    body: dict[str, object] = {"u": person, "a": address_digest(address)}
+    given them later is not stopped by it); with no person, those of that schedule to
+    `address`, one of its outside addresses."""
+    if person is None and schedule_id is None:
+        raise ValueError("an outside address's link names its schedule")
+    body: dict[str, object] = {"a": address_digest(address)}
+    if person is not None:
+        body["u"] = person
     if schedule_id is not None:
         body["s"] = schedule_id
     return _signed(secret, UNSUBSCRIBE, body)
@@ -62,7 +67,7 @@ def sign_unsubscribe(
 class UnsubscribeLink:
     """What a valid unsubscribe token names."""
 
-    person: str
+    person: str | None  # None: an outside address of the schedule
     address_digest: str  # of the address it was sent to (`address_digest`)
     schedule_id: int | None = None  # the schedule it stops; None: the owner's every-export
 
@@ -71,10 +76,12 @@ def verify_unsubscribe(secret: bytes, token: str) -> UnsubscribeLink:
     """What a valid unsubscribe token names; LinkError otherwise."""
     data = _verified(secret, UNSUBSCRIBE, token, "unsubscribe link")
     try:
-        person, digest, schedule_id = data["u"], data["a"], data.get("s")
+        person, digest, schedule_id = data.get("u"), data["a"], data.get("s")
     except (TypeError, KeyError, AttributeError):
         raise LinkError("malformed unsubscribe link") from None
-    if not (isinstance(person, str) and isinstance(digest, str)):
+    if not (isinstance(person, str) or (person is None and schedule_id is not None)):
+        raise LinkError("malformed unsubscribe link")
+    if not isinstance(digest, str):
         raise LinkError("malformed unsubscribe link")
     if schedule_id is not None and (type(schedule_id) is not int or schedule_id < 1):
         raise LinkError("malformed unsubscribe link")

@@ -7,10 +7,11 @@ message) is escaped for HTML in the HTML part, and reduced to one line of printa
 header (a newline in a parameter value cannot start a header of its own). The `Message-ID` is
 the same for every copy of one announcement to one address, so a copy sent again after a
 runner died before recording the first is recognisable. No tracking: no images, no links but
-the one to the job's page on the dashboard and, in an e-mail sent because its owner asked for
-one whenever an export ends or to a schedule's recipient, the one-click unsubscribe link (RFC
-8058: `List-Unsubscribe` and `List-Unsubscribe-Post`, a signed link that a mail provider may
-POST to).
+the one to the job's page on the dashboard (for an address outside this service's people: a
+signed download link instead, or the file attached) and, in an e-mail sent because its owner
+asked for one whenever an export ends or to a schedule's recipient, the one-click unsubscribe
+link (RFC 8058: `List-Unsubscribe` and `List-Unsubscribe-Post`, a signed link that a mail
+provider may POST to).
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ MAX_UNSUBSCRIBE_URL = 900
 
 
 @dataclass(frozen=True, kw_only=True)
+class Attachment:
+    """The exported file attached to an e-mail (compressed with gzip when `gzip`)."""
+
+    file_name: str
+    content: bytes
+    gzip: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class Announcement:
     """What an e-mail says about a job that ended."""
 
@@ -49,7 +59,7 @@ class Announcement:
     succeeded: bool
     title: str  # the saved query's title
     parameters: Mapping[str, Any]
-    job_url: str  # the job's page on the dashboard
+    job_url: str | None  # the job's page on the dashboard (None: not for this reader)
     finished_at: datetime | None = None
     rows: int | None = None
     file_name: str | None = None
@@ -61,6 +71,12 @@ class Announcement:
     scheduled_by: str | None = None
     # Sent to the owner as a recipient of their own schedule (each of its firings).
     each_firing: bool = False
+    # Sent to an address outside this service's people: who added it to the schedule, and the
+    # file as a signed download link (working until `download_expires_at`) or attached.
+    address_added_by: str | None = None
+    download_url: str | None = None
+    download_expires_at: datetime | None = None
+    attachment: Attachment | None = None
 
 
 def is_mailbox(address: str) -> bool:
@@ -142,6 +158,11 @@ def build_message(
             message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     message.set_content(_text(announcement))
     message.add_alternative(_html(announcement), subtype="html")
+    attached = announcement.attachment
+    if attached is not None:
+        kind = ("application", "gzip") if attached.gzip else ("text", "csv")
+        message.add_attachment(attached.content, maintype=kind[0], subtype=kind[1],
+                               filename=one_line(attached.file_name, 150))  # fmt: skip
     return message
 
 
@@ -173,18 +194,31 @@ def _headline(announcement: Announcement) -> str:
 def _text(announcement: Announcement) -> str:
     lines = [_headline(announcement), ""]
     lines += [f"  {name}: {value}" for name, value in facts(announcement)]
-    lines += [
-        "",
-        f"Open it: {announcement.job_url}",
-        "",
-        _why(announcement),
-    ]
+    lines += ["", _where(announcement), "", _why(announcement)]
     if announcement.unsubscribe_url is not None:
         lines.append(f"Stop these e-mails: {announcement.unsubscribe_url}")
     return "\n".join(lines) + "\n"
 
 
+def _where(announcement: Announcement) -> str:
+    """Where the reader finds the file: the job's page, a download link, or attached."""
+    if announcement.attachment is not None:
+        return f"The file is attached: {one_line(announcement.attachment.file_name, 150)}"
+    if announcement.download_url is not None:
+        until = announcement.download_expires_at
+        when = f" (the link works until {until:%Y-%m-%d %H:%M} UTC)" if until else ""
+        return f"Download it{when}: {announcement.download_url}"
+    if announcement.job_url is not None:
+        return f"Open it: {announcement.job_url}"
+    return f"{announcement.scheduled_by or 'Its owner'} sees why on the dashboard."
+
+
 def _why(announcement: Announcement) -> str:
+    if announcement.address_added_by is not None:
+        return (
+            f"{announcement.address_added_by} added this address to "
+            f"{announcement.scheduled_by}'s schedule."
+        )
     if announcement.scheduled_by is not None:
         return f"{announcement.scheduled_by} made you a recipient of this schedule."
     if announcement.each_firing:
@@ -204,10 +238,21 @@ def _html(announcement: Announcement) -> str:
         "<!doctype html>\n<html><body>\n"
         f"<p>{e(_headline(announcement))}</p>\n"
         f"<table>{rows}</table>\n"
-        f'<p><a href="{e(announcement.job_url, quote=True)}">Open the export</a></p>\n'
+        f"<p>{_where_html(announcement)}</p>\n"
         f"<p>{e(_why(announcement))}{_stop(announcement)}</p>\n"
         "</body></html>\n"
     )
+
+
+def _where_html(announcement: Announcement) -> str:
+    e = html.escape
+    if announcement.attachment is None and announcement.download_url is not None:
+        link = f'<a href="{e(announcement.download_url, quote=True)}">Download the file</a>'
+        until = announcement.download_expires_at
+        return link + (f" (the link works until {until:%Y-%m-%d %H:%M} UTC)" if until else "")
+    if announcement.attachment is None and announcement.job_url is not None:
+        return f'<a href="{e(announcement.job_url, quote=True)}">Open the export</a>'
+    return e(_where(announcement))
 
 
 def _stop(announcement: Announcement) -> str:

@@ -15,13 +15,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from reportexport.core.links import LinkError, address_digest, verify_unsubscribe
+from reportexport.core.links import (
+    LinkError,
+    UnsubscribeLink,
+    address_digest,
+    verify_unsubscribe,
+)
 from reportexport.core.records import (
     ROLES,
     AuditAction,
     AuditEntry,
     PeoplePage,
     Recipient,
+    ScheduleAddress,
     User,
 )
 from reportexport.core.settings import default, host_names
@@ -51,14 +57,23 @@ class RecipientBook(Protocol):
 
     def remove_recipient(self, schedule_id: int, person: str) -> bool: ...
 
+    def addresses(self, schedule_id: int) -> Sequence[ScheduleAddress]: ...
+
+    def remove_address(self, schedule_id: int, address: str) -> bool: ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class Unsubscribed:
     """What an unsubscribe link names, and whether its e-mails still come (`receiving`)."""
 
-    person: User
+    person: User | None  # None: an outside address of the schedule
     schedule_id: int | None  # None: the e-mail whenever any of their exports ends
     receiving: bool
+
+    @property
+    def who(self) -> str:
+        """Who gets these e-mails, as the page names them."""
+        return "This address" if self.person is None else self.person.name
 
 
 class PeopleService:
@@ -250,6 +265,8 @@ class PeopleService:
             link = verify_unsubscribe(self.link_secret, token)
         except LinkError:
             raise NotFoundError("no such unsubscribe link") from None
+        if link.person is None:
+            return self._address_unsubscribed(link, stop=stop)
         name = link.person
         person = self.get(name)
         if person is None or person.revoked_at is not None:
@@ -268,6 +285,22 @@ class PeopleService:
         found = self.get(name)
         assert found is not None
         return Unsubscribed(person=found, schedule_id=None, receiving=found.notify_always)
+
+    def _address_unsubscribed(self, link: UnsubscribeLink, *, stop: bool) -> Unsubscribed:
+        """An outside address of a schedule taken off it by its link (the address is found
+        by its digest among the schedule's: the link does not name it)."""
+        if self.recipients is None or link.schedule_id is None:
+            raise NotFoundError("no such unsubscribe link")
+        found = [
+            a.address
+            for a in self.recipients.addresses(link.schedule_id)
+            if address_digest(a.address) == link.address_digest
+        ]
+        if stop:
+            for address in found:
+                self.recipients.remove_address(link.schedule_id, address)
+        receiving = bool(found) and not stop
+        return Unsubscribed(person=None, schedule_id=link.schedule_id, receiving=receiving)
 
     @staticmethod
     def _audit(

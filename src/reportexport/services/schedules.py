@@ -33,11 +33,12 @@ from reportexport.core.records import (
     Firing,
     Recipient,
     Schedule,
+    ScheduleAddress,
     ScheduleChannel,
 )
 from reportexport.core.settings import default
 from reportexport.core.text import quoted
-from reportexport.mail.message import domain_refusal
+from reportexport.mail.message import domain_refusal, is_mailbox
 from reportexport.services.chat import ChannelView
 from reportexport.services.errors import (
     AccessRefusedError,
@@ -67,6 +68,9 @@ NEXT_SHOWN = 5
 # A firing left with neither a job nor a refusal this long (its process stopped in between) is
 # taken up again by any scheduler; its job's idempotency key keeps it to one job.
 UNSETTLED_AFTER = timedelta(seconds=60)
+# The largest file an outside address may be sent attached (a limit a schedule sets is at most
+# this): mail servers commonly refuse messages over 10-25 MB.
+MAX_ATTACH_BYTES = 10_000_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -445,6 +449,88 @@ class ScheduleService:
         valid = 1 <= channel_id <= MAX_ID
         if not valid or not self.schedules.remove_channel(schedule.id, channel_id, audit=audit):
             raise NotFoundError(f"chat channel {channel_id} is not one of schedule {schedule_id}'s")
+
+    # -- outside addresses -----------------------------------------------------------------------
+
+    def addresses(self, person: Person, schedule_id: int) -> tuple[ScheduleAddress, ...]:
+        """The e-mail addresses outside this service's people that get each firing's
+        announcement."""
+        return tuple(self.schedules.addresses(self._mine(person, schedule_id).id))
+
+    def add_address(
+        self,
+        by: Person,
+        schedule_id: int,
+        address: str,
+        *,
+        attach_max_bytes: int | None = None,
+        attach_gzip: bool = False,
+    ) -> tuple[ScheduleAddress, bool]:
+        """`address` gets each firing's announcement by e-mail: a download link signed for the
+        link's lifetime, or the file attached when it is at most `attach_max_bytes` (after
+        gzip with `attach_gzip`); True when added now, False when it was one already (what it
+        gets attached is set again).
+
+        Sending a file outside is an operator's decision (ForbiddenError for the owner: a
+        person of this service is added as a recipient, whose access is checked), and always
+        recorded in the audit log. The address is one plain mailbox in a domain e-mail goes to
+        (InvalidInputError naming `address`); it is kept in lower case."""
+        schedule = self._mine(by, schedule_id)
+        if not by.is_operator:
+            raise ForbiddenError(
+                "only operators add outside addresses to a schedule; a person of this "
+                "service is added as a recipient"
+            )
+        if not is_mailbox(address):
+            raise InvalidInputError(
+                "address", "pattern", "an address is one plain mailbox, like name@example.com"
+            )
+        address = address.lower()
+        refused = domain_refusal(address, self.exports.email_domains)
+        if refused is not None:
+            raise InvalidInputError("address", "domain", refused, title="Address not allowed")
+        if attach_max_bytes is not None and not 1 <= attach_max_bytes <= MAX_ATTACH_BYTES:
+            raise InvalidInputError(
+                "attach_max_bytes", "range",
+                f"attach_max_bytes is from 1 to {MAX_ATTACH_BYTES:,} (bytes), or left out "
+                "to send a link alone",
+            )  # fmt: skip
+        rule = "a link alone" if attach_max_bytes is None else (
+            f"the file attached up to {attach_max_bytes:,} bytes"
+            + (" after gzip" if attach_gzip else "")
+        )  # fmt: skip
+        audit = AuditEntry(
+            person=by.name,
+            action="add_schedule_address",
+            object_kind="schedule",
+            object_id=str(schedule.id),
+            detail=f"{address} ({rule}), on the schedule of {schedule.owner}",
+        )
+        return self.schedules.add_address(
+            schedule.id,
+            address,
+            attach_max_bytes=attach_max_bytes,
+            attach_gzip=attach_gzip and attach_max_bytes is not None,
+            added_by=by.name,
+            audit=audit,
+        )
+
+    def remove_address(self, by: Person, schedule_id: int, address: str) -> None:
+        """`address` no longer gets the schedule's announcements (those of exports that end
+        from now on). The schedule's owner or an operator removes it; always audited."""
+        schedule = self._mine(by, schedule_id)
+        address = address.lower()
+        audit = AuditEntry(
+            person=by.name,
+            action="remove_schedule_address",
+            object_kind="schedule",
+            object_id=str(schedule.id),
+            detail=f"{address}, on the schedule of {schedule.owner}",
+        )
+        if not self.schedules.remove_address(schedule.id, address, audit=audit):
+            raise NotFoundError(
+                f"{quoted(address)} is not one of schedule {schedule_id}'s addresses"
+            )
 
     def _schedule_channels(self, schedule_id: int) -> Sequence[ScheduleChannel]:
         return self.schedules.channels(schedule_id) if self.channels is not None else []

@@ -7,6 +7,8 @@ be handled again after a crash, and doing it twice must change nothing.
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import logging
 import math
@@ -23,10 +25,11 @@ from reportexport.chat.hosts import chat_host_refusal
 from reportexport.chat.message import chat_message
 from reportexport.core.lifecycle import Effect, is_effect
 from reportexport.core.links import sign_unsubscribe
-from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, SideEffect
+from reportexport.core.records import NO_ENDPOINT_NOTE, Delivery, ScheduleAddress, SideEffect
 from reportexport.core.settings import default, host_names
 from reportexport.mail.message import (
     Announcement,
+    Attachment,
     build_message,
     domain_refusal,
     is_mailbox,
@@ -113,6 +116,9 @@ class Context:
     # Why a person other than the owner (a schedule's recipient) may not be sent a job's
     # announcement at an address now; None when they may. Without it, e-mails go to owners alone.
     recipient_refusal: Callable[[str, Job, str], str | None] | None = None
+    # An outside address of a schedule not deleted, as it is now (None: no longer one); without
+    # it, e-mails go to people of this service alone.
+    schedule_address: Callable[[int, str], ScheduleAddress | None] | None = None
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -182,13 +188,9 @@ def event_payload(ctx: Context, job: Job, event_type: str, now: datetime) -> dic
     if job.schedule_id is not None:
         data["schedule_id"] = job.schedule_id
     if event_type == "export.succeeded" and job.object_key is not None:
-        expires = now + timedelta(seconds=ctx.link_seconds)
-        if job.object_expires_at is not None:
-            expires = min(expires, job.object_expires_at)
-        seconds = max(1, int((expires - now).total_seconds()))
-        link = ctx.objects.download_url(job.object_key, job.file_name or "export.csv", seconds)
+        link, expires = download_link(ctx, job, now)
         data.update(
-            download_url=link if link.startswith("http") else ctx.public_url.rstrip("/") + link,
+            download_url=link,
             download_expires_at=expires.isoformat(),
             rows=job.object_rows,
             bytes=job.object_bytes,
@@ -201,6 +203,18 @@ def event_payload(ctx: Context, job: Job, event_type: str, now: datetime) -> dic
     if event_type == "export.failed":
         data.update(error_code=job.error_code, error_message=job.error_message)
     return {"type": event_type, "timestamp": now.isoformat(), "data": data}
+
+
+def download_link(ctx: Context, job: Job, now: datetime) -> tuple[str, datetime]:
+    """A signed link to a succeeded job's file, working for `link_seconds` or until the file
+    expires, whichever comes first, and when it stops working."""
+    assert job.object_key is not None
+    expires = now + timedelta(seconds=ctx.link_seconds)
+    if job.object_expires_at is not None:
+        expires = min(expires, job.object_expires_at)
+    seconds = max(1, int((expires - now).total_seconds()))
+    link = ctx.objects.download_url(job.object_key, job.file_name or "export.csv", seconds)
+    return (link if link.startswith("http") else ctx.public_url.rstrip("/") + link), expires
 
 
 def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcome:
@@ -225,6 +239,8 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
         elif delivery.channel_id is not None:
             succeeded = event_type == "export.succeeded"
             attempt = _to_channel(ctx, job, effect, delivery.channel_id, succeeded=succeeded)
+        elif delivery.person is None:
+            attempt = _to_outside_address(ctx, job, effect, delivery, event_type, now)
         else:
             attempt = _to_person(ctx, job, effect, delivery, event_type, now)
         attempts = delivery.attempts + 1
@@ -289,30 +305,99 @@ def _to_person(
     """An e-mail to its owner, or to a recipient of the schedule that made the job while they
     may still see its file (access is checked again as it goes: a recipient who lost it since
     the job ended is given up alone, with the reason)."""
-    scheduled_by = None
-    if delivery.person is not None and delivery.person != job.owner:
+    address = delivery.address or ""
+    recipient = delivery.person
+    if recipient is not None and recipient != job.owner:
         if ctx.recipient_refusal is None:
             return Attempt(problem="this runner sends e-mails to owners only", refused=True)
-        refusal = ctx.recipient_refusal(delivery.person, job, delivery.address or "")
+        refusal = ctx.recipient_refusal(recipient, job, address)
         if refusal is not None:
             return Attempt(problem=refusal, refused=True)
-        scheduled_by = job.owner
-    address = delivery.address or ""
-    return _to_address(ctx, job, effect, address, event_type, now, scheduled_by=scheduled_by,
-                       recipient=delivery.person)  # fmt: skip
+    refused = _address_refusal(ctx, address, now)
+    if refused is not None:
+        return refused
+    said = announcement(ctx, job, effect, succeeded=event_type == "export.succeeded")
+    if recipient is not None and recipient != job.owner and job.schedule_id is not None:
+        stop = link_to_stop(ctx, recipient, address, job.schedule_id)
+        said = replace(said, scheduled_by=job.owner, unsubscribe_url=stop)
+    else:
+        stop = unsubscribe_url(ctx, job.owner, address)
+        if stop is None and _owner_receives_schedule(ctx, job, address):
+            assert job.schedule_id is not None
+            stop = link_to_stop(ctx, job.owner, address, job.schedule_id)
+            said = replace(said, each_firing=True)
+        said = replace(said, unsubscribe_url=stop)
+    return _send(ctx, said, address, now)
 
 
-def _to_address(
-    ctx: Context,
-    job: Job,
-    effect: SideEffect,
-    address: str,
-    event_type: str,
-    now: datetime,
-    *,
-    scheduled_by: str | None = None,
-    recipient: str | None = None,
+def _to_outside_address(
+    ctx: Context, job: Job, effect: SideEffect, delivery: Delivery, event_type: str, now: datetime
 ) -> Attempt:
+    """An e-mail to an outside address of the schedule that made the job, while it is still
+    one: no link to the dashboard (its reader has no account) but the file, attached when it
+    is at most the size the address was added with, or a signed download link; a failure is
+    said without its reason (an error of the source is the owner's to read)."""
+    address = delivery.address or ""
+    if job.schedule_id is None or ctx.schedule_address is None:
+        return Attempt(problem="this runner sends e-mails to people of this service only",
+                       refused=True)  # fmt: skip
+    added = ctx.schedule_address(job.schedule_id, address.lower())
+    if added is None:
+        return Attempt(
+            problem=f"{address} is no longer one of schedule {job.schedule_id}'s addresses",
+            refused=True,
+        )
+    refused = _address_refusal(ctx, address, now)
+    if refused is not None:
+        return refused
+    succeeded = event_type == "export.succeeded"
+    said = replace(
+        announcement(ctx, job, effect, succeeded=succeeded),
+        job_url=None,
+        reason=None,
+        scheduled_by=job.owner,
+        address_added_by=added.added_by,
+        unsubscribe_url=link_to_stop(ctx, None, address, job.schedule_id),
+    )
+    if succeeded and job.object_key is not None:
+        attached = _attachment(ctx, job, added)
+        if attached is not None:
+            said = replace(said, attachment=attached)
+        else:
+            link, expires = download_link(ctx, job, now)
+            said = replace(said, download_url=link, download_expires_at=expires)
+    return _send(ctx, said, address, now)
+
+
+def _attachment(ctx: Context, job: Job, added: ScheduleAddress) -> Attachment | None:
+    """The job's file as the address gets it attached (gzip-compressed when it asked), or None
+    when the file (compressed) is over its size or it takes links alone."""
+    limit = added.attach_max_bytes
+    if limit is None or job.object_key is None or job.object_bytes is None:
+        return None
+    name = job.file_name or "export.csv"
+    if not added.attach_gzip:
+        if job.object_bytes > limit:
+            return None
+        with ctx.objects.read(job.object_key) as source:
+            return Attachment(file_name=name, content=source.read())
+    packed = io.BytesIO()
+    with (
+        ctx.objects.read(job.object_key) as source,  # mtime 0: the same bytes on every try
+        gzip.GzipFile(filename=name, mode="wb", fileobj=packed, mtime=0) as squeezed,
+    ):
+        while chunk := source.read(1 << 16):
+            squeezed.write(chunk)
+            if packed.tell() > limit:
+                return None
+    content = packed.getvalue()
+    if len(content) > limit:
+        return None
+    return Attachment(file_name=name + ".gz", content=content, gzip=True)
+
+
+def _address_refusal(ctx: Context, address: str, now: datetime) -> Attempt | None:
+    """Why no e-mail goes to `address` now, for good (given up at once), or None."""
     if ctx.mail is None:  # a setting changes with a restart, then an operator re-drives
         return Attempt(problem=NO_SMTP_SERVER, refused=True)
     if not is_mailbox(address):  # an identity provider's claim is not checked on the way in
@@ -327,23 +412,12 @@ def _to_address(
             f"it may (email_daily_cap = {ctx.email_daily_cap})",
             refused=True,
         )
-    said = announcement(ctx, job, effect, succeeded=event_type == "export.succeeded")
-    if scheduled_by is not None and job.schedule_id is not None:
-        stop = link_to_stop(ctx, recipient or "", address, job.schedule_id)
-        said = replace(said, scheduled_by=scheduled_by, unsubscribe_url=stop)
-    else:
-        stop = unsubscribe_url(ctx, job.owner, address)
-        if stop is None and _owner_receives_schedule(ctx, job, address):
-            assert job.schedule_id is not None
-            stop = link_to_stop(ctx, job.owner, address, job.schedule_id)
-            said = replace(said, each_firing=True)
-        said = replace(said, unsubscribe_url=stop)
-    message = build_message(
-        said,
-        sender=ctx.mail.sender,
-        recipient=address,
-        sent_at=now,
-    )
+    return None
+
+
+def _send(ctx: Context, said: Announcement, address: str, now: datetime) -> Attempt:
+    assert ctx.mail is not None  # `_address_refusal` said so
+    message = build_message(said, sender=ctx.mail.sender, recipient=address, sent_at=now)
     sent = send_mail(ctx.mail, message, address)
     return Attempt(delivered=sent.delivered, status=sent.code, problem=sent.problem,
                    refused=sent.refused)  # fmt: skip
@@ -371,10 +445,11 @@ def _owner_receives_schedule(ctx: Context, job: Job, address: str) -> bool:
 
 
 def link_to_stop(
-    ctx: Context, person: str, address: str, schedule_id: int | None = None
+    ctx: Context, person: str | None, address: str, schedule_id: int | None = None
 ) -> str | None:
     """The one-click link that stops `person`'s e-mails at `address`: those of every export
-    of theirs, or with `schedule_id` those of that schedule (None without a link secret)."""
+    of theirs, or with `schedule_id` those of that schedule (with no person: those of that
+    schedule to one of its outside addresses); None without a link secret."""
     if ctx.link_secret is None:
         return None
     token = sign_unsubscribe(ctx.link_secret, person, address, schedule_id=schedule_id)
