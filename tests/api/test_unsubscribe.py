@@ -149,3 +149,43 @@ def test_a_recipients_link_sent_to_another_address_stops_nothing(api: dict[str, 
     elsewhere = sign_unsubscribe(SECRET, "bob", "bob@elsewhere.example", schedule_id=schedule_id)
     assert api["client"].post(f"/unsubscribe/{elsewhere}").status_code == 404
     assert api["db"].schedules.recipient(schedule_id, "bob") is not None
+
+
+def a_schedule_sent_outside(api: dict[str, Any]) -> int:
+    schedule_id = a_schedule_received_by_bob(api)
+    api["db"].schedules.add_address(schedule_id, "partner@example.org", attach_max_bytes=None,
+                                    attach_gzip=False, added_by="operator")  # fmt: skip
+    return schedule_id
+
+
+def test_an_outside_addresss_link_takes_that_address_off_that_schedule_alone(
+    api: dict[str, Any],
+) -> None:
+    kept = a_schedule_sent_outside(api)
+    schedule_id = a_schedule_sent_outside(api)
+    token = sign_unsubscribe(SECRET, None, "Partner@Example.org", schedule_id=schedule_id)
+    page = api["client"].get(f"/unsubscribe/{token}")
+    assert page.status_code == 200
+    assert (
+        f"This address</bdi> gets an e-mail each time an export of schedule #{schedule_id} ends"
+        in page.text
+    )
+    api["client"].cookies.clear()
+    answer = api["client"].post(f"/unsubscribe/{token}", data=ONE_CLICK)
+    assert answer.status_code == 200, answer.text
+    assert "This address</bdi> no longer gets an e-mail" in answer.text
+    assert api["db"].schedules.address(schedule_id, "partner@example.org") is None
+    assert api["db"].schedules.address(kept, "partner@example.org") is not None
+    assert api["db"].schedules.recipient(schedule_id, "bob") is not None
+    assert api["client"].post(f"/unsubscribe/{token}", data=ONE_CLICK).status_code == 200
+
+
+def test_a_link_to_an_address_that_is_not_the_schedules_stops_nothing(
+    api: dict[str, Any],
+) -> None:
+    schedule_id = a_schedule_sent_outside(api)
+    other = sign_unsubscribe(SECRET, None, "someone@example.org", schedule_id=schedule_id)
+    answer = api["client"].post(f"/unsubscribe/{other}", data=ONE_CLICK)
+    assert answer.status_code == 200
+    assert "This address</bdi> no longer gets an e-mail" in answer.text
+    assert api["db"].schedules.address(schedule_id, "partner@example.org") is not None
