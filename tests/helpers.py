@@ -342,6 +342,20 @@ def create(api: dict[str, Any], who: str = "alice", **body: Any) -> Any:
     return api["client"].post("/api/exports", json=payload, headers=auth(api, who))
 
 
+def call(api: dict[str, Any], who: str, method: str, path: str, **kwargs: Any) -> Any:
+    """One request to the API as `who`."""
+    return api["client"].request(method, path, headers=auth(api, who), **kwargs)
+
+
+def schedule_of(api: dict[str, Any], who: str) -> int:
+    """A new daily schedule of `who`'s, made over the API: its id."""
+    body = {"saved_query": "products", "parameters": {"category": "toys"},
+            "cron": "0 8 * * *", "time_zone": "UTC"}  # fmt: skip
+    made = call(api, who, "POST", "/api/schedules", json=body)
+    assert made.status_code == 201, made.text
+    return int(made.json()["id"])
+
+
 # -- raw SQL ---------------------------------------------------------------------------------------
 
 

@@ -14,9 +14,8 @@ from fastapi.testclient import TestClient
 from reportexport.core.records import AuditFilter
 from reportexport.objects import ObjectStore
 from reportexport.store import Database
-from tests.helpers import API_QUERIES, auth, catalog_for, runtime_for
+from tests.helpers import API_QUERIES, call, catalog_for, runtime_for, schedule_of
 
-DAILY = {"cron": "0 8 * * *", "time_zone": "UTC"}
 URL = "https://hooks.slack.com/services/T0/B0/secret-part"
 
 
@@ -30,17 +29,6 @@ def api(
     runtime = runtime_for(jobs_db, catalog, local_objects, chat_hosts="hooks.slack.com")
     with TestClient(runtime.app()) as client:
         yield {"client": client, "tokens": tokens, "db": jobs_db}
-
-
-def call(api: dict[str, Any], who: str, method: str, path: str, **kwargs: Any) -> Any:
-    return api["client"].request(method, path, headers=auth(api, who), **kwargs)
-
-
-def schedule_of(api: dict[str, Any], who: str) -> int:
-    body = {"saved_query": "products", "parameters": {"category": "toys"}, **DAILY}
-    made = call(api, who, "POST", "/api/schedules", json=body)
-    assert made.status_code == 201, made.text
-    return int(made.json()["id"])
 
 
 def channel(api: dict[str, Any], name: str, owner: str | None, *, only: bool = True) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -71,6 +72,10 @@ UNSETTLED_AFTER = timedelta(seconds=60)
 # The largest file an outside address may be sent attached (a limit a schedule sets is at most
 # this): mail servers commonly refuse messages over 10-25 MB.
 MAX_ATTACH_BYTES = 10_000_000
+# An outside address: one plain mailbox (mail.message.MAILBOX) without the characters that cannot
+# stand in a URL's path unencoded (/ ? # %), so the API names it in its path as it is.
+ADDRESS_PATTERN = r"^[A-Za-z0-9.!$&'*+=^_`{|}~-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+$"
+OUTSIDE_ADDRESS = re.compile(ADDRESS_PATTERN)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -481,10 +486,11 @@ class ScheduleService:
                 "only operators add outside addresses to a schedule; a person of this "
                 "service is added as a recipient"
             )
-        if not is_mailbox(address):
+        if not is_mailbox(address) or OUTSIDE_ADDRESS.fullmatch(address) is None:
             raise InvalidInputError(
-                "address", "pattern", "an address is one plain mailbox, like name@example.com"
-            )
+                "address", "pattern",
+                "an address is one plain mailbox, like name@example.com, without / ? # or %",
+            )  # fmt: skip
         address = address.lower()
         refused = domain_refusal(address, self.exports.email_domains)
         if refused is not None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Job,
         PersonAccess,
         Recipient,
+        ScheduleAddress,
         WebhookEndpoint,
     )
     from reportexport.services.chat import ChannelView
@@ -430,6 +431,33 @@ class RecipientOut(BaseModel):
             person=recipient.person,
             added_by=recipient.added_by,
             added_at=recipient.added_at,
+        )
+
+
+class ScheduleAddressOut(BaseModel):
+    """An e-mail address outside this service's people that gets a schedule's announcements:
+    a download link signed for the link's lifetime, or the file attached."""
+
+    schedule_id: int
+    address: Annotated[str, Field(description="in lower case")]
+    attach_max_bytes: Annotated[
+        int | None,
+        Field(description="the file is attached when it is at most this many bytes (after "
+              "gzip with attach_gzip); null: a download link alone"),
+    ]  # fmt: skip
+    attach_gzip: bool
+    added_by: Annotated[str, Field(description="the operator who added it")]
+    added_at: datetime
+
+    @classmethod
+    def of(cls, added: ScheduleAddress) -> ScheduleAddressOut:
+        return cls(
+            schedule_id=added.schedule_id,
+            address=added.address,
+            attach_max_bytes=added.attach_max_bytes,
+            attach_gzip=added.attach_gzip,
+            added_by=added.added_by,
+            added_at=added.added_at,
         )
 
 

@@ -9,10 +9,12 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi import Path as PathParam
 
 from reportexport.services.exports import MAX_ID
+from reportexport.services.schedules import ADDRESS_PATTERN, MAX_ATTACH_BYTES
 from reportexport.timetable.firings import CRON_PATTERN, TIME_ZONE_PATTERN
 from reportexport.web.api.models import (
     JobOut,
     RecipientOut,
+    ScheduleAddressOut,
     ScheduleChannelOut,
     ScheduleIn,
     ScheduleOut,
@@ -50,6 +52,15 @@ SCHEDULE_LINKS = {
     },
     "ListScheduleChannels": {
         "operationId": "list_schedule_channels",
+        "parameters": {"schedule_id": "$response.body#/id"},
+    },
+    "ListScheduleAddresses": {
+        "operationId": "list_schedule_addresses",
+        "parameters": {"schedule_id": "$response.body#/id"},
+    },
+    "AddScheduleAddress": {
+        "operationId": "add_schedule_address",
+        "description": "An outside address gets each firing's announcement",
         "parameters": {"schedule_id": "$response.body#/id"},
     },
     # The schedule's cron expression and zone read again, as a preview reads them.
@@ -422,4 +433,129 @@ def remove_schedule_channel(
     """The chat channel no longer gets the schedule's announcements. Its owner or an operator
     removes it."""
     parts.schedules.remove_channel(user, schedule_id, channel_id)
+    return Response(status_code=204)
+
+
+AddressIn = Annotated[
+    str,
+    PathParam(max_length=254, pattern=ADDRESS_PATTERN,
+              description="an e-mail address, one plain mailbox"),
+]  # fmt: skip
+SCHEDULE_ADDRESS_LINKS = {
+    "RemoveScheduleAddress": {
+        "operationId": "remove_schedule_address",
+        "parameters": {
+            "schedule_id": "$response.body#/schedule_id",
+            "address": "$response.body#/address",
+        },
+    },
+    "ListScheduleAddresses": {
+        "operationId": "list_schedule_addresses",
+        "parameters": {"schedule_id": "$response.body#/schedule_id"},
+    },
+    "GetSchedule": {
+        "operationId": "get_schedule",
+        "parameters": {"schedule_id": "$response.body#/schedule_id"},
+    },
+}
+# From the list: an address added to the schedule the list was asked of, or its first taken off.
+LISTED_ADDRESSES_LINKS = {
+    "AddScheduleAddress": {
+        "operationId": "add_schedule_address",
+        "parameters": {"schedule_id": "$request.path.schedule_id"},
+    },
+    "RemoveFirstAddress": {
+        "operationId": "remove_schedule_address",
+        "parameters": {
+            "schedule_id": "$request.path.schedule_id",
+            "address": "$response.body#/0/address",
+        },
+    },
+}
+
+
+@router.get(
+    "/api/schedules/{schedule_id}/addresses",
+    response_model=list[ScheduleAddressOut],
+    tags=["schedules"],
+    operation_id="list_schedule_addresses",
+    responses={
+        200: {"description": "Its outside addresses (none: an empty list)",
+              "links": LISTED_ADDRESSES_LINKS},
+        **problems(401, 404, 422),
+    },
+)  # fmt: skip
+def list_schedule_addresses(
+    schedule_id: ScheduleIdIn, parts: Parts, user: CurrentUser
+) -> list[ScheduleAddressOut]:
+    """The e-mail addresses outside this service's people that each firing's announcement
+    goes to. The schedule's owner and operators see them."""
+    return [ScheduleAddressOut.of(a) for a in parts.schedules.addresses(user, schedule_id)]
+
+
+@router.put(
+    "/api/schedules/{schedule_id}/addresses/{address}",
+    response_model=ScheduleAddressOut,
+    status_code=201,
+    tags=["schedules"],
+    operation_id="add_schedule_address",
+    responses={
+        200: {
+            "model": ScheduleAddressOut,
+            "description": "It was one of the schedule's addresses already; what it gets "
+            "attached is set again",
+            "links": SCHEDULE_ADDRESS_LINKS,
+        },
+        201: {"description": "It gets each firing's announcement from now on",
+              "links": SCHEDULE_ADDRESS_LINKS},
+        **problems(401, 403, 404, 422),
+    },
+)  # fmt: skip
+def add_schedule_address(
+    schedule_id: ScheduleIdIn,
+    address: AddressIn,
+    parts: Parts,
+    user: CurrentUser,
+    response: Response,
+    attach_max_bytes: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_ATTACH_BYTES,
+            description="attach the file when it is at most this many bytes (after gzip "
+            "with attach_gzip); left out: send a download link alone",
+        ),
+    ] = None,
+    attach_gzip: Annotated[
+        bool, Query(description="compress the attached file with gzip (name.csv.gz)")
+    ] = False,
+) -> ScheduleAddressOut:
+    """Operators: the address, outside this service's people (a partner, a shared mailbox),
+    gets each firing's announcement by e-mail: the saved query's title, the parameters and
+    the rows, with the file attached when it is at most `attach_max_bytes` or a download link
+    signed for the link's lifetime; a failure without its reason; no link to the dashboard.
+    Always recorded in the audit log. 403 for the schedule's owner (a person of this service
+    is added as a recipient); 422 naming `address` for one that is not one plain mailbox or
+    outside `email_domains`."""
+    added, now = parts.schedules.add_address(
+        user, schedule_id, address, attach_max_bytes=attach_max_bytes, attach_gzip=attach_gzip
+    )
+    if not now:
+        response.status_code = 200
+    return ScheduleAddressOut.of(added)
+
+
+@router.delete(
+    "/api/schedules/{schedule_id}/addresses/{address}",
+    status_code=204,
+    tags=["schedules"],
+    operation_id="remove_schedule_address",
+    responses=problems(401, 404, 422),
+)
+def remove_schedule_address(
+    schedule_id: ScheduleIdIn, address: AddressIn, parts: Parts, user: CurrentUser
+) -> Response:
+    """The address no longer gets the schedule's announcements. The schedule's owner or an
+    operator removes it (recorded in the audit log)."""
+    parts.schedules.remove_address(user, schedule_id, address)
     return Response(status_code=204)
