@@ -1,7 +1,7 @@
 """The schedules' pages: "Schedule this" from the New export form, the list with each next run,
 a schedule with its next five firing times and recent firings (each with its export or why
-none was made), and pause, resume, run now and delete; its recipients and chat channels, added
-and removed.
+none was made), and pause, resume, run now and delete; its recipients, chat channels and
+outside addresses, added and removed.
 
 Times of a schedule are shown as its own zone's clock reads them (the zone the person chose,
 their browser's by default); the page's script adds the reader's own time where it differs.
@@ -26,7 +26,7 @@ from reportexport.services.errors import (
     OverLimitError,
     ServiceError,
 )
-from reportexport.services.schedules import ScheduleService
+from reportexport.services.schedules import MAX_ATTACH_BYTES, ScheduleService
 from reportexport.web.dashboard import forms
 from reportexport.web.dashboard.format import parameter_value, zoned_text
 from reportexport.web.dashboard.guards import (
@@ -204,6 +204,8 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         recipients=parts(request).schedules.recipients(user, number),
         channels=parts(request).schedules.schedule_channels(user, number),
         channels_to_add=parts(request).schedules.channels_to_add(user, number),
+        addresses=parts(request).schedules.addresses(user, number),
+        max_attach_bytes=MAX_ATTACH_BYTES,
     )
 
 
@@ -376,6 +378,45 @@ def _channels(
         return f"{name} was one of its chat channels already."
 
     return _changed(request, user, schedule_id, change, "added" if add else "removed")
+
+
+# -- its outside addresses --------------------------------------------------------------------
+
+
+@schedule_forms.post("/schedules/{schedule_id}/addresses")
+def add_address(
+    request: Request,
+    user: SignedIn,
+    schedule_id: str,
+    address: str = Form(""),
+    attach_max_bytes: str = Form(""),
+    attach_gzip: str = Form(""),
+) -> Response:
+    def change(schedules: ScheduleService, number: int) -> str:
+        limit = attach_max_bytes.strip()
+        if limit and not (limit.isascii() and limit.isdigit()):
+            raise InvalidInputError(
+                "attach_max_bytes", "type",
+                f"the attachment's size is a whole number of bytes, not {quoted(limit[:40])}",
+            )  # fmt: skip
+        added, now = schedules.add_address(
+            user, number, address.strip(), attach_max_bytes=int(limit) if limit else None,
+            attach_gzip=bool(attach_gzip),
+        )  # fmt: skip
+        if now:
+            return f"{added.address} gets an e-mail each time an export of schedule #{number} ends."
+        return f"{added.address} was one of its addresses already; what it gets is set again."
+
+    return _changed(request, user, schedule_id, change, "added")
+
+
+@schedule_forms.post("/schedules/{schedule_id}/addresses/{address}/remove")
+def remove_address(request: Request, user: SignedIn, schedule_id: str, address: str) -> Response:
+    def change(schedules: ScheduleService, number: int) -> str:
+        schedules.remove_address(user, number, address)
+        return f"{address.lower()} no longer gets the exports of schedule #{number}."
+
+    return _changed(request, user, schedule_id, change, "removed")
 
 
 def _changed(
