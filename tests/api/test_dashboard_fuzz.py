@@ -311,6 +311,8 @@ def site(jobs_db: Database, local_objects: ObjectStore, sources_dir: Path) -> It
         )
         if name == "#sales":
             runtime.schedules.add_channel(olga, schedules[0], channel.id)
+    # An outside address on the schedule: its Remove button.
+    runtime.schedules.add_address(olga, schedules[0], "partner@example.com")
     token = sign_unsubscribe(runtime.link_secret, "alice", "alice@example.com")
     unsubscribe = f"/unsubscribe/{token}"
     with TestClient(runtime.app()) as client:

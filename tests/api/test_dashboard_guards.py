@@ -117,7 +117,7 @@ def site(api: dict[str, Any]) -> dict[str, Any]:
     channel = api["db"].channels.add_chat_channel(owner=None, name="#all", url=URL).id
     values = {"job_id": job, "schedule_id": schedule, "endpoint_id": endpoint, "name": "bob",
               "effect": "emit_failed_webhook", "group": "finance", "person": "bob",
-              "channel_id": channel}  # fmt: skip
+              "channel_id": channel, "address": "partner@example.com"}  # fmt: skip
     return {**api, "values": values}
 
 
@@ -199,6 +199,8 @@ BACK = {
     "/schedules/{schedule_id}/recipients/{person}/remove": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/channels": "/schedules/{schedule_id}",
     "/schedules/{schedule_id}/channels/{channel_id}/remove": "/schedules/{schedule_id}",
+    "/schedules/{schedule_id}/addresses": "/schedules/{schedule_id}",
+    "/schedules/{schedule_id}/addresses/{address}/remove": "/schedules/{schedule_id}",
     "/operators/side-effects/{job_id}/{effect}/redrive": "/operators/side-effects?show=waiting",
     "/operators/webhooks": "/operators/webhooks",
     "/operators/webhooks/{endpoint_id}/rotate": "/operators/webhooks",

@@ -148,7 +148,8 @@ def test_the_creating_routes_are_exactly_the_ones_checked(
             path = route.path.format(job_id=first_job(world), endpoint_id=1, schedule_id=1,
                                      effect="emit_failed_webhook", name="alice",
                                      group="finance", delivery_id=1,
-                                     channel_id=1, token="forged", person="alice")  # fmt: skip
+                                     channel_id=1, token="forged", person="alice",
+                                     address="p@example.com")  # fmt: skip
             world["client"].post(path, json=BODY, headers={**bearer(world), **cookie(world)})
         if count(world) > before:
             found.add(label)

@@ -54,11 +54,18 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
     channel = api["db"].channels.add_chat_channel(  # one alice may add to her schedules
         owner="alice", name="#alice", url="https://h.example.com/c", schedules_only=True
     )
+    api["db"].schedules.add_address(
+        schedule["id"],
+        "partner@example.com",
+        attach_max_bytes=None,
+        attach_gzip=False,
+        added_by="olga",
+    )  # only operators add one
     ids = {"job_id": job_id, "endpoint_id": endpoint.id, "name": "products",
            "effect": "emit_failed_webhook", "schedule_id": schedule["id"], "person": "alice",
            "attribute": "country",
            # redriving one delivery: an operator's, any id
-           "delivery_id": 1, "channel_id": channel.id}  # fmt: skip
+           "delivery_id": 1, "channel_id": channel.id, "address": "partner@example.com"}  # fmt: skip
     return {**api, "ids": ids}
 
 
