@@ -581,6 +581,38 @@ def test_schedules_channels_adds_removes_and_lists_a_channel_for_schedules_only(
     assert "schedule 1: no chat channels besides its owner's and the global ones" in out
 
 
+def test_schedules_addresses_adds_sets_removes_and_lists(
+    served: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reportexport.entrypoints import client as remote
+
+    create = ["schedules", "create", "orders_by_day", "--cron", "0 8 * * *",
+              "--time-zone", "UTC", "--relative", "day=yesterday"]  # fmt: skip
+    assert cli.main(create) == 0, capsys.readouterr()
+    assert cli.main(["schedules", "addresses", "1", "--add", "partner@example.org"]) == 1
+    assert "HTTP 403 Forbidden: only operators add outside addresses" in capsys.readouterr().err
+    _, token = served.database.users.add_user("olga", "operator")
+    app = served.app()
+    bearer = {"Authorization": f"Bearer {token}"}
+    monkeypatch.setattr(remote, "connect", lambda settings: TestClient(app, headers=bearer))
+    assert cli.main(["schedules", "addresses", "1", "--add", "Partner@Example.org"]) == 0
+    out = capsys.readouterr().out
+    assert "schedule 1: partner@example.org added" in out
+    assert "  partner@example.org  a download link; added by olga at" in out
+    again = ["schedules", "addresses", "1", "--add", "partner@example.org",
+             "--attach-max-bytes", "2000000", "--gzip"]  # fmt: skip
+    assert cli.main(again) == 0
+    out = capsys.readouterr().out
+    assert "partner@example.org one of its addresses already, set again" in out
+    assert "the file attached up to 2,000,000 bytes after gzip" in out
+    assert cli.main(["schedules", "addresses", "1", "--add", "a b@example.org"]) == 2
+    assert "HTTP 422 Invalid request: path.address: " in capsys.readouterr().err
+    assert cli.main(["schedules", "addresses", "1", "--remove", "PARTNER@example.org"]) == 0
+    out = capsys.readouterr().out
+    assert "schedule 1: partner@example.org removed" in out
+    assert "schedule 1: no outside addresses" in out
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

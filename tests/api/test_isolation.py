@@ -65,7 +65,8 @@ def matrix(api: dict[str, Any]) -> dict[str, Any]:
            "effect": "emit_failed_webhook", "schedule_id": schedule["id"], "person": "alice",
            "attribute": "country",
            # redriving one delivery: an operator's, any id
-           "delivery_id": 1, "channel_id": channel.id, "address": "partner@example.com"}  # fmt: skip
+           "delivery_id": 1, "channel_id": channel.id,
+           "address": "partner@example.com"}  # fmt: skip
     return {**api, "ids": ids}
 
 

@@ -452,6 +452,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--remove", action="append", default=[], type=int, metavar="CHANNEL",
         help="no more announcements there",
     )  # fmt: skip
+    addresses = _action(schedule_actions, "addresses", handlers.cmd_schedules_addresses,
+        "which e-mail addresses outside this service's people get each firing's export",
+    )  # fmt: skip
+    addresses.add_argument("id", type=int)
+    addresses.add_argument(
+        "--add", action="append", default=[], metavar="ADDRESS",
+        help="an e-mail address (operators); again: sets what it gets attached",
+    )  # fmt: skip
+    addresses.add_argument(
+        "--attach-max-bytes", type=int, metavar="BYTES",
+        help="with --add: attach the file when it is at most this size (after gzip with "
+        "--gzip); left out: a download link alone",
+    )  # fmt: skip
+    addresses.add_argument(
+        "--gzip", action="store_true", help="with --add: compress the attached file with gzip"
+    )
+    addresses.add_argument(
+        "--remove", action="append", default=[], metavar="ADDRESS", help="no more e-mails there"
+    )
     for sub in schedule_actions.choices.values():
         _remote_options(sub)
 

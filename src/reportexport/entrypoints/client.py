@@ -257,6 +257,8 @@ def cmd_schedules(settings: Settings, args: argparse.Namespace) -> int:
             show_recipients(client, args.id, added=args.add, removed=args.remove)
         elif args.action == "channels":
             show_channels(client, args.id, added=args.add, removed=args.remove)
+        elif args.action == "addresses":
+            show_addresses(client, args.id, args)
         else:  # delete
             checked(client.delete(f"/api/schedules/{args.id}"))
             print(f"schedule {args.id}: deleted (its exports stay)")
@@ -313,6 +315,35 @@ def show_channels(
         console.print(f"  {channel['channel_id']} {channel['name']} on {channel['host']}  added "
                       f"by {channel['added_by']} at {channel['added_at']}{removed_at}",
                       markup=False)  # fmt: skip
+
+
+def show_addresses(client: httpx.Client, schedule_id: int, args: argparse.Namespace) -> None:
+    """Add, then remove, a schedule's outside addresses as given, saying what each did; then
+    list them all."""
+    path = f"/api/schedules/{schedule_id}/addresses"
+    attach: dict[str, Any] = {}
+    if args.attach_max_bytes is not None:
+        attach = {"attach_max_bytes": args.attach_max_bytes, "attach_gzip": args.gzip}
+    console = Console()
+    for address in args.add:
+        answer = client.put(f"{path}/{quote(address, safe='@')}", params=attach)
+        checked(answer)
+        done = "added" if answer.status_code == 201 else "one of its addresses already, set again"
+        console.print(f"schedule {schedule_id}: {answer.json()['address']} {done}", markup=False)
+    for address in args.remove:
+        checked(client.delete(f"{path}/{quote(address, safe='@')}"))
+        console.print(f"schedule {schedule_id}: {address.lower()} removed", markup=False)
+    listed = checked(client.get(path))
+    if not listed:
+        console.print(f"schedule {schedule_id}: no outside addresses")
+    for added in listed:
+        limit = added["attach_max_bytes"]
+        gets = "a download link"
+        if limit is not None:
+            squeezed = " after gzip" if added["attach_gzip"] else ""
+            gets = f"the file attached up to {limit:,} bytes{squeezed}"
+        console.print(f"  {added['address']}  {gets}; added by {added['added_by']} at "
+                      f"{added['added_at']}", markup=False)  # fmt: skip
 
 
 def schedule_body(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:

@@ -676,7 +676,7 @@ def relative_from(items: list[str]) -> dict[str, str] | None:
 cmd_schedules_list = cmd_schedules_create = cmd_schedules_show = _remote_schedules
 cmd_schedules_pause = cmd_schedules_resume = cmd_schedules_run = _remote_schedules
 cmd_schedules_delete = cmd_schedules_preview = cmd_schedules_recipients = _remote_schedules
-cmd_schedules_channels = _remote_schedules
+cmd_schedules_channels = cmd_schedules_addresses = _remote_schedules
 
 
 def cmd_serve(runtime: Runtime, args: argparse.Namespace) -> int:
