@@ -4,10 +4,24 @@ that is cut short, changed or signed for something else stops nothing."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 from datetime import UTC, datetime
 from typing import Any
 
-from reportexport.core.links import sign_download, sign_unsubscribe
+import pytest
+
+from reportexport.core.links import (
+    UNSUBSCRIBE,
+    LinkError,
+    UnsubscribeLink,
+    address_digest,
+    sign_download,
+    sign_unsubscribe,
+    verify_unsubscribe,
+)
 
 SECRET = b"secret"  # runtime_for's link_secret
 ONE_CLICK = {"List-Unsubscribe": "One-Click"}
@@ -189,3 +203,19 @@ def test_a_link_to_an_address_that_is_not_the_schedules_stops_nothing(
     assert answer.status_code == 200
     assert "This address</bdi> no longer gets an e-mail" in answer.text
     assert api["db"].schedules.address(schedule_id, "partner@example.org") is not None
+
+
+def test_a_link_without_a_person_names_its_schedule_or_is_malformed() -> None:
+    with pytest.raises(ValueError, match="names its schedule"):
+        sign_unsubscribe(SECRET, None, "partner@example.org")
+    body = json.dumps({"a": address_digest("partner@example.org")}, separators=(",", ":"))
+    mac = hmac.new(SECRET, UNSUBSCRIBE + body.encode(), hashlib.sha256).digest()
+    token = ".".join(
+        base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in (body.encode(), mac)
+    )
+    with pytest.raises(LinkError, match="malformed unsubscribe link"):
+        verify_unsubscribe(SECRET, token)
+    named = sign_unsubscribe(SECRET, None, "partner@example.org", schedule_id=4)
+    assert verify_unsubscribe(SECRET, named) == UnsubscribeLink(
+        None, address_digest("partner@example.org"), 4
+    )
