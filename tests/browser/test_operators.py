@@ -320,6 +320,29 @@ def test_a_user_schedules_orders_of_yesterday_every_day_at_eight_in_paris(
         accessible(page)
         fits(page)
         shot(watched, "schedules-2c-chat-channel")
+        # An outside address, which an operator adds on the same page; the owner sees it.
+        page.context.clear_cookies()
+        sign_in(page, service, who="operator")
+        page.goto(f"/schedules/{schedule_id}")
+        page.fill("#address-input", f"partner-{viewport}@example.org")
+        page.fill("#attach-input", "5000000")
+        page.check("#gzip-input")
+        page.click("#add-address-button")
+        page.wait_for_selector(f"#addresses [data-address='partner-{viewport}@example.org']")
+        assert "gets an e-mail each time an export of schedule" in (
+            page.text_content("#flash") or ""
+        )
+        accessible(page)
+        fits(page)
+        shot(watched, "schedules-2d-outside-address")
+        page.context.clear_cookies()
+        sign_in(page, service)
+        page.goto(f"/schedules/{schedule_id}")
+        assert "the file attached up to 5,000,000 bytes after gzip" in (
+            page.text_content("#addresses") or ""
+        )
+        assert page.locator("#add-address").count() == 0
+        accessible(page)
         follow(page, "nav >> text=Schedules")
         row = page.locator(f"tr[data-schedule='{schedule_id}']")
         assert (row.locator("[data-field=next]").text_content() or "").strip() == wanted[0]
