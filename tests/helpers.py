@@ -529,17 +529,24 @@ def make_runner(
 
 
 def succeeded_job(
-    db: Database, objects: ObjectStore, owner: str = "alice", **fields: object
+    db: Database,
+    objects: ObjectStore,
+    owner: str = "alice",
+    *,
+    file_name: str = "orders.csv",
+    content: bytes = b"a,b\n1,2\n",
+    **fields: object,
 ) -> int:
+    """A job that succeeded with `content` published as `file_name`, kept an hour."""
     job = db.jobs.create_job(new_job(owner=owner, **fields))[0]
     (claim,) = db.queue.claim_jobs("w", limit=1, lease_seconds=60)
-    key = final_key(job.id, "orders.csv")
+    key = final_key(job.id, file_name)
     temp = objects.create_temp(job.id, claim.lease.token, key)
-    temp.write(b"a,b\n1,2\n")
+    temp.write(content)
     temp.publish()
     published = PublishedObject(
-        key=key, sha256=hashlib.sha256(b"a,b\n1,2\n").hexdigest(), bytes=8, rows=1,
-        columns=("a", "b"), file_name="orders.csv", expires_in_seconds=3600,
+        key=key, sha256=hashlib.sha256(content).hexdigest(), bytes=len(content), rows=1,
+        columns=("a", "b"), file_name=file_name, expires_in_seconds=3600,
         column_types=("integer", "text"), dialect_version=2,
     )  # fmt: skip
     assert db.queue.finish_jobs(

@@ -605,6 +605,13 @@ def test_schedules_addresses_adds_sets_removes_and_lists(
     out = capsys.readouterr().out
     assert "partner@example.org one of its addresses already, set again" in out
     assert "the file attached up to 2,000,000 bytes after gzip" in out
+    gzip_alone = ["schedules", "addresses", "1", "--add", "p@example.org", "--gzip"]
+    assert cli.main(gzip_alone) == 2
+    assert "--gzip compresses what is attached: give --attach-max-bytes too" in (
+        capsys.readouterr().err
+    )
+    assert cli.main(["schedules", "addresses", "1", "--attach-max-bytes", "9"]) == 2
+    assert "give --add" in capsys.readouterr().err
     assert cli.main(["schedules", "addresses", "1", "--add", "a b@example.org"]) == 2
     assert "HTTP 422 Invalid request: path.address: " in capsys.readouterr().err
     assert cli.main(["schedules", "addresses", "1", "--remove", "PARTNER@example.org"]) == 0

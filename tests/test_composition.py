@@ -171,8 +171,13 @@ def test_an_effects_process_without_a_catalog_announces_and_gives_recipients_up_
     with composition.running(settings) as runtime:
         runtime.database.schema.upgrade()
         job = runtime.database.jobs.create_job(new_job())[0]
-        refusal = runtime.effects_runner(restart_loops=False).context.recipient_refusal
-        assert refusal is not None
-        said = refusal("bob", job, "bob@example.com")
+        context = runtime.effects_runner(restart_loops=False).context
+        assert context.recipient_refusal is not None
+        assert context.owner_refusal is not None  # what goes to an outside address
+        said = context.recipient_refusal("bob", job, "bob@example.com")
+        withheld = context.owner_refusal(job)
+        assert context.schedule_address is not None
     assert said is not None
     assert said.startswith("a recipient's access cannot be checked by this process: no catalog")
+    assert withheld is not None
+    assert withheld.startswith("the owner's access cannot be checked by this process: no catalog")

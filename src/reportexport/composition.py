@@ -493,6 +493,16 @@ class Runtime:
             reason = f"a recipient's access cannot be checked by this process: {exc}"
             return lambda person, job, address: reason
 
+    def _owner_refusal(self) -> Callable[[Job], str | None]:
+        """How the effects runner asks whether a job's owner may still download its file (what
+        an outside address is sent): the export service's rules, which read the catalog. An
+        effects process without a catalog gives those e-mails up with the reason."""
+        try:
+            return self.exports.owner_job_refusal
+        except SetupError as exc:
+            reason = f"the owner's access cannot be checked by this process: {exc}"
+            return lambda job: reason
+
     def effects_runner(self, *, restart_loops: bool = True) -> EffectsRunner:
         from reportexport.runners.effects.backoff import RetryPolicy
         from reportexport.runners.effects.handlers import Context
@@ -516,6 +526,7 @@ class Runtime:
             link_secret=self.link_secret,
             recipient_refusal=self._recipient_refusal(),
             schedule_address=self.database.schedules.address,
+            owner_refusal=self._owner_refusal(),
         )
         try:
             return EffectsRunner(

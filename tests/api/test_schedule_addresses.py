@@ -78,6 +78,22 @@ def test_the_owner_may_not_add_an_address_but_removes_one(api: dict[str, Any]) -
     assert [e.person for e in removed] == ["alice"]
 
 
+def test_a_persons_address_is_refused_naming_them(api: dict[str, Any]) -> None:
+    """A person of this service is added as a recipient, whose access is checked: their address
+    (in any case) is no outside address."""
+    users = api["db"].users
+    users.set_email(users.user_by_name("bob").id, "Bob@Example.com")
+    schedule = schedule_of(api, "alice")
+    refused = call(api, "olga", "PUT", f"/api/schedules/{schedule}/addresses/bob@example.COM")
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["parameter"] == "address"
+    assert (
+        "the address of bob, a person of this service: add them as a recipient"
+        in (refused.json()["detail"])
+    )
+    assert api["db"].schedules.addresses(schedule) == []
+
+
 @pytest.mark.parametrize(("address", "params", "field"), [
     ("someone@elsewhere.net", {}, "address"),  # outside email_domains
     ("a/b@example.org", {}, None),  # cannot stand in a path: no such route
@@ -93,8 +109,11 @@ def test_a_wrong_address_or_size_is_refused_naming_it(
                   params=params)  # fmt: skip
     assert answer.status_code == (404 if field is None else 422), answer.text
     assert answer.headers["content-type"] == "application/problem+json"
-    if field is not None:
-        assert field in answer.text
+    if field is not None:  # the service's refusal names it, or the document's validation
+        problem = answer.json()
+        named = {problem.get("parameter")}
+        named |= {e["location"].rsplit(".", 1)[-1] for e in problem.get("errors", ())}
+        assert field in named, problem
     assert api["db"].schedules.addresses(schedule) == []
 
 

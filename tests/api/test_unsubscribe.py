@@ -22,6 +22,7 @@ from reportexport.core.links import (
     sign_unsubscribe,
     verify_unsubscribe,
 )
+from reportexport.core.records import AuditFilter
 
 SECRET = b"secret"  # runtime_for's link_secret
 ONE_CLICK = {"List-Unsubscribe": "One-Click"}
@@ -192,6 +193,10 @@ def test_an_outside_addresss_link_takes_that_address_off_that_schedule_alone(
     assert api["db"].schedules.address(kept, "partner@example.org") is not None
     assert api["db"].schedules.recipient(schedule_id, "bob") is not None
     assert api["client"].post(f"/unsubscribe/{token}", data=ONE_CLICK).status_code == 200
+    (audited,) = api["db"].audit.entries(AuditFilter(action="remove_schedule_address")).records
+    assert (audited.person, audited.object_id, audited.detail) == (
+        "unsubscribe link", str(schedule_id), "partner@example.org, by its one-click link",
+    )  # fmt: skip
 
 
 def test_a_link_to_an_address_that_is_not_the_schedules_stops_nothing(

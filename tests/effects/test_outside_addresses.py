@@ -60,6 +60,7 @@ def runner_for(
     )  # fmt: skip
     runner.context.link_secret = b"link secret"
     runner.context.schedule_address = db.schedules.address
+    runner.context.owner_refusal = lambda job: None
     return runner
 
 
@@ -173,5 +174,93 @@ def test_an_address_removed_after_the_job_ended_is_given_up_alone(
     partner = next(d for d in db.deliveries.job_deliveries(job_id) if d.person is None)
     assert partner.given_up_at is not None
     assert partner.last_error == (
-        f"{PARTNER} is no longer one of schedule {schedule.id}'s addresses"
+        f"{PARTNER} is no longer one of schedule {schedule.id}'s addresses (it was removed, "
+        "or the schedule deleted)"
     )
+    # An address taken off holds nothing open: the announcement is complete, not given up.
+    (announced,) = [e for e in db.jobs.get_job(job_id).side_effects
+                    if e.effect == "emit_done_webhook"]  # fmt: skip
+    assert (announced.completed_at is not None, announced.given_up_at) == (True, None)
+
+
+def test_the_file_goes_outside_only_while_its_owner_may_download_it_and_it_is_stored(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    schedule: Schedule,
+) -> None:  # fmt: skip
+    add(db, schedule, 1000)
+    refused = succeeded_job(db, objects, options=ORDERS, parameters=DAY, schedule_id=schedule.id)
+    runner = runner_for(db, objects, http, clock, mailbox)
+    runner.context.owner_refusal = lambda job: "the access rule x = finance does not include alice"
+    runner.run_once()
+    assert mailbox.messages_to(PARTNER) == []
+    (delivery,) = db.deliveries.job_deliveries(refused)
+    assert delivery.given_up_at is not None
+    assert delivery.last_error == (
+        "its owner may no longer download the file: the access rule x = finance does not "
+        "include alice"
+    )
+
+    expired = succeeded_job(db, objects, options=ORDERS, parameters=DAY, schedule_id=schedule.id)
+    clock.advance(3601)  # succeeded_job's file is kept an hour
+    runner_for(db, objects, http, clock, mailbox).run_once()
+    assert mailbox.messages_to(PARTNER) == []
+    (delivery,) = db.deliveries.job_deliveries(expired)
+    assert delivery.last_error == "the file expired before it could be sent"
+
+
+def test_an_export_compressed_already_is_attached_as_it_is(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    schedule: Schedule,
+) -> None:  # fmt: skip
+    packed = gzip.compress(CSV, mtime=0)
+    add(db, schedule, 1000, gz=True)
+    succeeded_job(db, objects, options=ORDERS, parameters=DAY, schedule_id=schedule.id,
+                  file_name="orders.csv.gz", content=packed)  # fmt: skip
+    runner_for(db, objects, http, clock, mailbox).run_once()
+    (message,) = mailbox.messages_to(PARTNER)
+    (part,) = message.iter_attachments()
+    assert (part.get_content_type(), part.get_filename()) == ("application/gzip", "orders.csv.gz")
+    assert part.get_payload(decode=True) == packed  # not compressed twice
+
+
+def test_a_copy_sent_again_after_a_runner_died_is_the_same_message(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    schedule: Schedule, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The server accepted the message and the runner died before writing that down: the next
+    runner sends it again with the same Message-ID and the same attached bytes."""
+
+    class Killed(BaseException):
+        """The process ends here: nothing after this line runs."""
+
+    def die(*args: object, **kwargs: object) -> bool:
+        raise Killed
+
+    add(db, schedule, 1000, gz=True)
+    succeeded_job(db, objects, options=ORDERS, parameters=DAY, schedule_id=schedule.id)
+    with monkeypatch.context() as patch:
+        patch.setattr(db.deliveries, "record_delivery_attempt", die)
+        with pytest.raises(Killed):
+            runner_for(db, objects, http, clock, mailbox).run_once()
+    clock.advance(3000)  # past the dead runner's claim, within the file's hour
+    runner_for(db, objects, http, clock, mailbox).run_once()
+    first, again = mailbox.messages_to(PARTNER)
+    assert first["Message-ID"] == again["Message-ID"]
+    attached = [next(m.iter_attachments()).get_payload(decode=True) for m in (first, again)]
+    assert attached[0] == attached[1]
+
+
+def test_the_daily_cap_holds_for_an_outside_address(
+    db: Database, objects: ObjectStore, http: httpx.Client, clock: Clock, mailbox: Mailbox,
+    schedule: Schedule,
+) -> None:  # fmt: skip
+    add(db, schedule)
+    runner = runner_for(db, objects, http, clock, mailbox)
+    runner.context.email_daily_cap = 1
+    jobs = [succeeded_job(db, objects, options=ORDERS, parameters=DAY, schedule_id=schedule.id)
+            for _ in range(2)]  # fmt: skip
+    runner.run_once()
+    assert len(mailbox.messages_to(PARTNER)) == 1
+    last = [d for job in jobs for d in db.deliveries.job_deliveries(job)][-1]
+    assert last.given_up_at is not None
+    assert "received 1 e-mails in the last 24 hours" in (last.last_error or "")

@@ -302,8 +302,14 @@ def test_a_signed_link_checks_the_owners_access_when_it_is_used(parts: Parts) ->
     with parts.exports.open_link(token).stream:
         pass
     parts.access.remove_member(OLGA, "finance", "alice")
-    with pytest.raises(AccessRefusedError, match="alice may not download 'invoices'"):
+    with pytest.raises(ForbiddenError) as refused:
         parts.exports.open_link(token)
+    # Whoever holds the link learns that it no longer works, not whose rule refuses it.
+    assert str(refused.value.detail) == (
+        "this link no longer gives the file: the export's owner may no longer download it"
+    )
+    assert not isinstance(refused.value, AccessRefusedError)
+    assert parts.exports.owner_job_refusal(parts.db.jobs.get_job(finished).job) is not None
 
 
 def test_refused_access_is_logged_and_counted_by_path_and_rule(
@@ -327,7 +333,7 @@ def test_refused_access_is_logged_and_counted_by_path_and_rule(
     with pytest.raises(AccessRefusedError):
         exports.rerun(ALICE, old.id)
     link = parts.objects.download_url(final_key(old.id, "x.csv"), "x.csv", 60)
-    with pytest.raises(AccessRefusedError):
+    with pytest.raises(ForbiddenError):
         exports.open_link(link.rsplit("/", 1)[-1])
     assert exports.refusals.counts() == {
         ("show", "group"): 1,

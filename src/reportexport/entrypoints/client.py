@@ -321,6 +321,10 @@ def show_addresses(client: httpx.Client, schedule_id: int, args: argparse.Namesp
     """Add, then remove, a schedule's outside addresses as given, saying what each did; then
     list them all."""
     path = f"/api/schedules/{schedule_id}/addresses"
+    if args.gzip and args.attach_max_bytes is None:
+        raise ApiError("--gzip compresses what is attached: give --attach-max-bytes too", 400)
+    if args.attach_max_bytes is not None and not args.add:
+        raise ApiError("--attach-max-bytes says what an address added gets: give --add", 400)
     attach: dict[str, Any] = {}
     if args.attach_max_bytes is not None:
         attach = {"attach_max_bytes": args.attach_max_bytes, "attach_gzip": args.gzip}

@@ -842,8 +842,20 @@ class ExportService:
                 job = self._detail(job_id).job
             except NotFoundError:
                 raise GoneError("the file is no longer stored") from None
-            self._require_access(self.owner(job.owner), job.saved_query, path="link")
+            refusal = self.refusal(self.owner(job.owner), job.saved_query)
+            if refusal is not None:  # said to the link's holder without whose rule it is
+                why = refusal.reason_for(job.owner)
+                self.refused("link", refusal, f"{job.owner} may not download "
+                             f"{quoted(job.saved_query)} by a link: {why}")  # fmt: skip
+                raise ForbiddenError("this link no longer gives the file: the export's owner "
+                                     "may no longer download it")  # fmt: skip
         return self._open(key, file_name)
+
+    def owner_job_refusal(self, job: Job) -> str | None:
+        """Why `job`'s owner may no longer download its file (the rule that refuses them), or
+        None when they may: what a signed download link of it checks."""
+        refusal = self.refusal(self.owner(job.owner), job.saved_query)
+        return None if refusal is None else refusal.reason_for(job.owner)
 
     def _may_download(self, person: Person, job: Job, *, audited: bool = True) -> None:
         """A person downloads their file while its query's rules include them; an operator

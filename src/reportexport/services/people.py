@@ -59,7 +59,13 @@ class RecipientBook(Protocol):
 
     def addresses(self, schedule_id: int) -> Sequence[ScheduleAddress]: ...
 
-    def remove_address(self, schedule_id: int, address: str) -> bool: ...
+    def remove_address(
+        self, schedule_id: int, address: str, *, audit: AuditEntry | None = None
+    ) -> bool: ...
+
+
+# Who the audit says removed an outside address that followed its e-mail's one-click link.
+UNSUBSCRIBE_LINK = "unsubscribe link"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -298,7 +304,12 @@ class PeopleService:
         ]
         if stop:
             for address in found:
-                self.recipients.remove_address(link.schedule_id, address)
+                audit = AuditEntry(
+                    person=UNSUBSCRIBE_LINK, action="remove_schedule_address",
+                    object_kind="schedule", object_id=str(link.schedule_id),
+                    detail=f"{address}, by its one-click link",
+                )  # fmt: skip
+                self.recipients.remove_address(link.schedule_id, address, audit=audit)
         receiving = bool(found) and not stop
         return Unsubscribed(person=None, schedule_id=link.schedule_id, receiving=receiving)
 

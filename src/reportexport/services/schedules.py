@@ -495,6 +495,15 @@ class ScheduleService:
         refused = domain_refusal(address, self.exports.email_domains)
         if refused is not None:
             raise InvalidInputError("address", "domain", refused, title="Address not allowed")
+        person = self.schedules.person_at(address)
+        if person is not None:
+            raise InvalidInputError(
+                "address", "person",
+                f"{address} is the address of {person}, a person of this service: add them as "
+                f"a recipient (reportexport schedules recipients {schedule.id} --add {person}), "
+                "whose access is checked",
+                title="A person's address",
+            )  # fmt: skip
         if attach_max_bytes is not None and not 1 <= attach_max_bytes <= MAX_ATTACH_BYTES:
             raise InvalidInputError(
                 "attach_max_bytes", "range",

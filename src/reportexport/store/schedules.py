@@ -187,6 +187,12 @@ class ScheduleStore:
             row = session.row("schedule_address", params)
         return None if row is None else self.codec.record(ScheduleAddress, row)
 
+    def person_at(self, address: str) -> str | None:
+        """The person of this service (not revoked) whose address `address` (lower case) is."""
+        with self.driver.read() as session:
+            row = session.row("person_at_address", {"address": address})
+        return None if row is None else str(row["name"])
+
     def add_address(
         self,
         schedule_id: int,

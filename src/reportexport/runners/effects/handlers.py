@@ -37,7 +37,7 @@ from reportexport.mail.message import (
 )
 from reportexport.mail.smtp import SmtpServer
 from reportexport.mail.smtp import send as send_mail
-from reportexport.objects import ObjectStore
+from reportexport.objects import ObjectStore, ObjectStoreError
 from reportexport.pipeline.export import verify_published
 from reportexport.runners.effects.backoff import RetryPolicy
 from reportexport.store import ChatChannels, Deliveries, Job, Users, WebhookEndpoints
@@ -119,6 +119,9 @@ class Context:
     # An outside address of a schedule not deleted, as it is now (None: no longer one); without
     # it, e-mails go to people of this service alone.
     schedule_address: Callable[[int, str], ScheduleAddress | None] | None = None
+    # Why a job's owner may no longer download its file (None when they may): the file goes to
+    # an outside address exactly when its download link would work.
+    owner_refusal: Callable[[Job], str | None] | None = None
 
 
 Handler = Callable[[Context, Job, SideEffect], Outcome]
@@ -257,7 +260,7 @@ def _emit(ctx: Context, job: Job, effect: SideEffect, event_type: str) -> Outcom
             log.error("job %s: %s to %s given up after %s attempts: %s", job.id, effect.effect,
                       delivery.destination, attempts, attempt.problem,
                       extra={"job_id": job.id, "effect": effect.effect})  # fmt: skip
-    return _summary(ctx, ctx.deliveries.effect_deliveries(job.id, effect.effect), now)
+    return _summary(ctx, job, ctx.deliveries.effect_deliveries(job.id, effect.effect), now)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -335,18 +338,16 @@ def _to_outside_address(
 ) -> Attempt:
     """An e-mail to an outside address of the schedule that made the job, while it is still
     one: no link to the dashboard (its reader has no account) but the file, attached when it
-    is at most the size the address was added with, or a signed download link; a failure is
-    said without its reason (an error of the source is the owner's to read)."""
+    is at most the size the address was added with, or a signed download link, while the
+    job's owner may still download it; a failure is said without its reason (an error of the
+    source is the owner's to read)."""
     address = delivery.address or ""
     if job.schedule_id is None or ctx.schedule_address is None:
         return Attempt(problem="this runner sends e-mails to people of this service only",
                        refused=True)  # fmt: skip
     added = ctx.schedule_address(job.schedule_id, address.lower())
     if added is None:
-        return Attempt(
-            problem=f"{address} is no longer one of schedule {job.schedule_id}'s addresses",
-            refused=True,
-        )
+        return Attempt(problem=_not_an_address(address, job.schedule_id), refused=True)
     refused = _address_refusal(ctx, address, now)
     if refused is not None:
         return refused
@@ -360,7 +361,13 @@ def _to_outside_address(
         unsubscribe_url=link_to_stop(ctx, None, address, job.schedule_id),
     )
     if succeeded and job.object_key is not None:
-        attached = _attachment(ctx, job, added)
+        withheld = _file_withheld(ctx, job, now)
+        if withheld is not None:
+            return Attempt(problem=withheld, refused=True)
+        try:
+            attached = _attachment(ctx, job, added)
+        except (ObjectStoreError, OSError) as exc:  # tried again with backoff
+            return Attempt(problem=f"the file could not be read: {one_line(str(exc), 200)}")
         if attached is not None:
             said = replace(said, attachment=attached)
         else:
@@ -369,18 +376,39 @@ def _to_outside_address(
     return _send(ctx, said, address, now)
 
 
+def _not_an_address(address: str, schedule_id: int) -> str:
+    return (
+        f"{address} is no longer one of schedule {schedule_id}'s addresses (it was removed, "
+        "or the schedule deleted)"
+    )
+
+
+def _file_withheld(ctx: Context, job: Job, now: datetime) -> str | None:
+    """Why a succeeded job's file may not go outside now, for good, or None."""
+    if job.object_expires_at is not None and job.object_expires_at <= now:
+        return "the file expired before it could be sent"
+    if ctx.owner_refusal is None:
+        return "this runner cannot tell whether the owner may still download the file"
+    refusal = ctx.owner_refusal(job)
+    if refusal is not None:
+        return f"its owner may no longer download the file: {refusal}"
+    return None
+
+
 def _attachment(ctx: Context, job: Job, added: ScheduleAddress) -> Attachment | None:
-    """The job's file as the address gets it attached (gzip-compressed when it asked), or None
-    when the file (compressed) is over its size or it takes links alone."""
+    """The job's file as the address gets it attached (gzip-compressed when it asked, unless
+    the export is compressed already), or None when it (compressed) is over the address's size
+    or the address takes links alone."""
     limit = added.attach_max_bytes
     if limit is None or job.object_key is None or job.object_bytes is None:
         return None
     name = job.file_name or "export.csv"
-    if not added.attach_gzip:
+    packed_already = name.endswith(".gz")  # a saved query's csv.gzip
+    if packed_already or not added.attach_gzip:
         if job.object_bytes > limit:
             return None
         with ctx.objects.read(job.object_key) as source:
-            return Attachment(file_name=name, content=source.read())
+            return Attachment(file_name=name, content=source.read(), gzip=packed_already)
     packed = io.BytesIO()
     with (
         ctx.objects.read(job.object_key) as source,  # mtime 0: the same bytes on every try
@@ -506,7 +534,7 @@ def announcement(ctx: Context, job: Job, effect: SideEffect, *, succeeded: bool)
     )
 
 
-def _summary(ctx: Context, deliveries: list[Delivery], now: datetime) -> Outcome:
+def _summary(ctx: Context, job: Job, deliveries: list[Delivery], now: datetime) -> Outcome:
     waiting = [d for d in deliveries if d.waiting]
     if waiting:
         problems = "; ".join(f"{d.destination}: {d.last_error}" for d in waiting if d.last_error)
@@ -515,7 +543,7 @@ def _summary(ctx: Context, deliveries: list[Delivery], now: datetime) -> Outcome
             note=problems[:1000] or None,
             due_in=_whole_milliseconds(min(d.next_attempt_at for d in waiting) - now),
         )
-    given_up = [d for d in deliveries if d.given_up_at is not None and not _gone(ctx, d)]
+    given_up = [d for d in deliveries if d.given_up_at is not None and not _gone(ctx, d, job)]
     if given_up:
         problems = "; ".join(f"{d.destination}: {d.last_error}" for d in given_up)
         return Outcome(done=False, note=f"given up: {problems}"[:1000], give_up=True)
@@ -528,9 +556,13 @@ def _whole_milliseconds(gap: timedelta) -> float:
     return max(0.0, math.ceil(gap.total_seconds() * 1000) / 1000)
 
 
-def _gone(ctx: Context, delivery: Delivery) -> bool:
-    """A destination that no longer exists (a removed endpoint or chat channel) holds nothing
-    open."""
+def _gone(ctx: Context, delivery: Delivery, job: Job) -> bool:
+    """A destination that no longer exists (a removed endpoint, chat channel or outside
+    address) holds nothing open."""
+    if delivery.person is None and delivery.address is not None:
+        if job.schedule_id is None or ctx.schedule_address is None:
+            return False
+        return ctx.schedule_address(job.schedule_id, delivery.address.lower()) is None
     if delivery.channel_id is not None and ctx.channels is not None:
         return ctx.channels.get_chat_channel(delivery.channel_id).disabled_at is not None
     if delivery.endpoint_id is None:

@@ -756,6 +756,10 @@ UPDATE schedule_addresses
  WHERE schedule_id = :schedule_id AND address = :address
 RETURNING *;
 
+-- person_at_address --
+-- A person of this service (not revoked) whose e-mail address this is, in any case.
+SELECT name FROM users WHERE lower(email) = :address AND revoked_at IS NULL ORDER BY name LIMIT 1;
+
 -- schedule_address --
 -- One outside address of a schedule, if it is one and the schedule is not deleted.
 SELECT a.* FROM schedule_addresses a JOIN schedules s ON s.id = a.schedule_id

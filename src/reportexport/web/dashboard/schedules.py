@@ -394,7 +394,7 @@ def add_address(
 ) -> Response:
     def change(schedules: ScheduleService, number: int) -> str:
         limit = attach_max_bytes.strip()
-        if limit and not (limit.isascii() and limit.isdigit()):
+        if limit and not (limit.isascii() and limit.isdigit() and len(limit) <= 12):
             raise InvalidInputError(
                 "attach_max_bytes", "type",
                 f"the attachment's size is a whole number of bytes, not {quoted(limit[:40])}",
