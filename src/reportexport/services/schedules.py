@@ -101,6 +101,17 @@ class ScheduleChannelView:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ScheduleDestinations:
+    """Where a schedule's announcements go besides its owner, as its page shows them: its
+    recipients, chat channels (and those the reader may add) and outside addresses."""
+
+    recipients: tuple[Recipient, ...]
+    channels: tuple[ScheduleChannelView, ...]
+    channels_to_add: tuple[ChannelView, ...]
+    addresses: tuple[ScheduleAddress, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScheduleView:
     """A schedule with what people look for: its cron in words, its next firing times and
     its recent firings."""
@@ -399,6 +410,26 @@ class ScheduleService:
         if not self.schedules.remove_recipient(schedule.id, name, audit=audit):
             raise NotFoundError(f"{quoted(name)} is no recipient of schedule {schedule_id}")
 
+    def destinations(self, person: Person, schedule_id: int) -> ScheduleDestinations:
+        """All of the schedule's destinations `person` may see, with one look at whose it is and
+        one read of the chat channels."""
+        schedule = self._mine(person, schedule_id)
+        everyone = {c.id: c for c in self.channels.list_chat_channels()} if self.channels else {}
+        added = self._schedule_channels(schedule.id)
+        taken = {a.channel_id for a in added}
+        owner = None if person.is_operator else schedule.owner  # operators add any channel
+        offered = tuple(
+            ChannelView.of(c)
+            for c in everyone.values()
+            if c.disabled_at is None and (owner is None or c.owner == owner) and c.id not in taken
+        )
+        return ScheduleDestinations(
+            recipients=tuple(self.schedules.recipients(schedule.id)),
+            channels=tuple(self._channel_view(a, everyone.get(a.channel_id)) for a in added),
+            channels_to_add=offered,
+            addresses=tuple(self.schedules.addresses(schedule.id)),
+        )
+
     # -- chat channels ---------------------------------------------------------------------------
 
     def schedule_channels(
@@ -407,20 +438,10 @@ class ScheduleService:
         """The chat channels the schedule's announcements go to besides its owner's channels
         and the global ones."""
         schedule = self._mine(person, schedule_id)
-        return tuple(self._channel_view(c) for c in self._schedule_channels(schedule.id))
-
-    def channels_to_add(self, person: Person, schedule_id: int) -> tuple[ChannelView, ...]:
-        """The enabled chat channels `person` may add to the schedule and it does not have:
-        every one for operators, those registered for its owner otherwise."""
-        schedule = self._mine(person, schedule_id)
-        if self.channels is None:
-            return ()
-        owner = None if person.is_operator else schedule.owner
-        added = {c.channel_id for c in self.schedules.channels(schedule.id)}
+        everyone = {c.id: c for c in self.channels.list_chat_channels()} if self.channels else {}
         return tuple(
-            ChannelView.of(c)
-            for c in self.channels.list_chat_channels(owner)
-            if c.disabled_at is None and c.id not in added
+            self._channel_view(c, everyone.get(c.channel_id))
+            for c in self._schedule_channels(schedule.id)
         )
 
     def add_channel(
@@ -558,9 +579,12 @@ class ScheduleService:
         except LookupError:
             return None
 
-    def _channel_view(self, added: ScheduleChannel) -> ScheduleChannelView:
+    def _channel_view(
+        self, added: ScheduleChannel, channel_read: ChatChannel | None = None
+    ) -> ScheduleChannelView:
         assert self.channels is not None
-        channel = ChannelView.of(self.channels.get_chat_channel(added.channel_id))
+        found = channel_read or self.channels.get_chat_channel(added.channel_id)
+        channel = ChannelView.of(found)
         return ScheduleChannelView(schedule_id=added.schedule_id, channel=channel,
                                    added_by=added.added_by, added_at=added.added_at)  # fmt: skip
 

@@ -183,6 +183,7 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         return _not_found(request, user, schedule_id)
     exports = parts(request).exports
     schedule = view.schedule
+    destinations = parts(request).schedules.destinations(user, number)
     queries = {q.name: q for q in exports.saved_queries(user)}
     query = queries.get(schedule.saved_query)
     access_lost = None  # its owner's refusal: told to them, and to who may see the query
@@ -201,10 +202,10 @@ def schedule_page(request: Request, user: SignedIn, schedule_id: str) -> Respons
         types={n: spec.type for n, spec in query.parameters.items()} if query else {},
         parameter_value=parameter_value,
         run_key=secrets.token_urlsafe(16),
-        recipients=parts(request).schedules.recipients(user, number),
-        channels=parts(request).schedules.schedule_channels(user, number),
-        channels_to_add=parts(request).schedules.channels_to_add(user, number),
-        addresses=parts(request).schedules.addresses(user, number),
+        recipients=destinations.recipients,
+        channels=destinations.channels,
+        channels_to_add=destinations.channels_to_add,
+        addresses=destinations.addresses,
         max_attach_bytes=MAX_ATTACH_BYTES,
     )
 
